@@ -1,0 +1,263 @@
+#pragma once
+// CPU evaluators, one per node type (the Eigen split: node / evaluator / executor). An evaluator
+// computes the boundaries below it once (materialised results it owns) and hands out cursors,
+// small copyable readers the fused loop runs on. Addressable evaluators (leaves, views, computed
+// results) also expose their memory as a strided_view.
+
+#include <array>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../../core/concepts.hpp"
+#include "../../detail/buffer.hpp"
+#include "../../expr/computed.hpp"
+#include "../../expr/elementwise.hpp"
+#include "../../expr/strided.hpp"
+#include "executor.hpp"
+
+namespace ctflow::backend::cpu {
+
+using expr::strided_view;
+
+template <class E> struct evaluator;
+
+// ---- cursors --------------------------------------------------------------------------------
+
+/// Reads strided memory at positions of the destination, broadcasting extents of 1.
+template <class T> struct strided_cursor {
+  using compute_type = compute_t<T>;
+  static constexpr bool vectorizable = simd_type_v<T>;
+
+  const T* data = nullptr;
+  int rank = 0;
+  std::array<std::size_t, max_rank> dims{};
+  std::array<std::ptrdiff_t, max_rank> strides{};
+  std::array<std::ptrdiff_t, max_rank> ostr{};
+  int orank = 0;
+  std::ptrdiff_t inner = 0;
+  const T* row = nullptr;
+
+  template <std::size_t R> explicit strided_cursor(const strided_view<T, R>& v) : data(v.data), rank(int(R)) {
+    for (std::size_t i = 0; i < R; ++i) { dims[i] = v.dims[i]; strides[i] = v.strides[i]; }
+  }
+  bool full(const std::size_t* od, int r) const {
+    if (r != rank) return false;
+    std::ptrdiff_t acc = 1;
+    for (int i = r; i-- > 0;) {
+      if (dims[std::size_t(i)] != od[i] || (od[i] != 1 && strides[std::size_t(i)] != acc)) return false;
+      acc *= std::ptrdiff_t(od[i]);
+    }
+    return true;
+  }
+  void bind(const std::size_t* od, int r, bool flat) {
+    row = data;
+    if (flat) { inner = 1; return; }
+    orank = r;
+    for (int k = 0; k < r; ++k) {
+      const int a = k - (r - rank);
+      ostr[std::size_t(k)] = (a < 0 || (dims[std::size_t(a)] == 1 && od[k] != 1)) ? 0 : strides[std::size_t(a)];
+    }
+    inner = r > 0 ? ostr[std::size_t(r - 1)] : 0;
+  }
+  void set_row(const std::size_t* idx) {
+    std::ptrdiff_t off = 0;
+    for (int k = 0; k + 1 < orank; ++k) off += std::ptrdiff_t(idx[k]) * ostr[std::size_t(k)];
+    row = data + off;
+  }
+  compute_type coeff(std::size_t j) const { return compute_type(row[std::ptrdiff_t(j) * inner]); }
+  batch<compute_type> packet(std::size_t j) const requires vectorizable {
+    if (inner == 1) return batch<T>::load_unaligned(row + j);
+    if (inner == 0) return batch<T>(*row);
+    alignas(64) T tmp[lanes<T>];
+    for (std::size_t l = 0; l < lanes<T>; ++l) tmp[l] = row[std::ptrdiff_t(j + l) * inner];
+    return batch<T>::load_aligned(tmp);
+  }
+};
+
+template <class T> struct scalar_cursor {
+  using compute_type = T;
+  static constexpr bool vectorizable = simd_type_v<T>;
+  T value;
+  bool full(const std::size_t*, int) const { return true; }
+  void bind(const std::size_t*, int, bool) {}
+  void set_row(const std::size_t*) {}
+  T coeff(std::size_t) const { return value; }
+  batch<T> packet(std::size_t) const requires vectorizable { return batch<T>(value); }
+};
+
+template <class F, class C> struct unary_cursor {
+  using in_type = typename C::compute_type;
+  using compute_type = decltype(std::declval<const F&>()(std::declval<in_type>()));
+  static constexpr bool vectorizable =
+      C::vectorizable && std::is_same_v<compute_type, in_type> && F::template packet_ok<in_type>;
+  F f;
+  C c;
+  bool full(const std::size_t* d, int r) const { return c.full(d, r); }
+  void bind(const std::size_t* d, int r, bool flat) { c.bind(d, r, flat); }
+  void set_row(const std::size_t* idx) { c.set_row(idx); }
+  compute_type coeff(std::size_t j) const { return f(c.coeff(j)); }
+  batch<compute_type> packet(std::size_t j) const requires vectorizable { return f(c.packet(j)); }
+};
+
+template <class F, class L, class R> struct binary_cursor {
+  using in_type = typename L::compute_type;
+  using compute_type = decltype(std::declval<const F&>()(std::declval<in_type>(), std::declval<in_type>()));
+  static constexpr bool operands_vectorizable = L::vectorizable && R::vectorizable &&
+      std::is_same_v<in_type, typename R::compute_type> && F::template packet_ok<in_type>;
+  static constexpr bool vectorizable = operands_vectorizable && std::is_same_v<compute_type, in_type>;
+  /// Comparisons give bool elements; their vector form is a mask for `where`.
+  static constexpr bool maskable = operands_vectorizable && std::is_same_v<compute_type, bool>;
+  F f;
+  L l;
+  R r;
+  bool full(const std::size_t* d, int n) const { return l.full(d, n) && r.full(d, n); }
+  void bind(const std::size_t* d, int n, bool flat) { l.bind(d, n, flat); r.bind(d, n, flat); }
+  void set_row(const std::size_t* idx) { l.set_row(idx); r.set_row(idx); }
+  compute_type coeff(std::size_t j) const { return f(l.coeff(j), r.coeff(j)); }
+  batch<compute_type> packet(std::size_t j) const requires vectorizable { return f(l.packet(j), r.packet(j)); }
+  auto mask(std::size_t j) const requires maskable { return f(l.packet(j), r.packet(j)); }
+};
+
+template <class C> concept maskable_cursor = requires { requires C::maskable; };
+
+template <class C, class A, class B> struct select_cursor {
+  using compute_type = typename A::compute_type;
+  static constexpr bool vectorizable = A::vectorizable && B::vectorizable &&
+      std::is_same_v<compute_type, typename B::compute_type> && maskable_cursor<C> &&
+      std::is_same_v<decltype(std::declval<const C&>().mask(0)), batch_bool<compute_type>>;
+  C c;
+  A a;
+  B b;
+  bool full(const std::size_t* d, int n) const { return c.full(d, n) && a.full(d, n) && b.full(d, n); }
+  void bind(const std::size_t* d, int n, bool flat) { c.bind(d, n, flat); a.bind(d, n, flat); b.bind(d, n, flat); }
+  void set_row(const std::size_t* idx) { c.set_row(idx); a.set_row(idx); b.set_row(idx); }
+  compute_type coeff(std::size_t j) const { return c.coeff(j) ? a.coeff(j) : b.coeff(j); }
+  batch<compute_type> packet(std::size_t j) const requires vectorizable {
+    return xsimd::select(c.mask(j), a.packet(j), b.packet(j));
+  }
+};
+
+// ---- materialising --------------------------------------------------------------------------
+
+template <class Ev> concept addressable = requires(const Ev& ev) { ev.view(); };
+
+/// Memory holding the value of an expression: the operand's own memory when it has some (and it
+/// is contiguous, if asked), a materialised copy otherwise.
+template <class E, bool Contiguous> struct source {
+  using T = value_t<E>;
+  static constexpr std::size_t R = std::size_t(rank_v<E>);
+  evaluator<std::remove_cvref_t<E>> ev;
+  detail::buffer<T> tmp;
+  strided_view<T, R> v;
+
+  explicit source(const E& e) : ev(e) {
+    if constexpr (addressable<decltype(ev)>) {
+      v = ev.view();
+      if (!Contiguous || v.contiguous()) return;
+    }
+    const auto d = e.dims();
+    tmp = detail::buffer<T>(product(d), false);
+    execute(tmp.data(), d, ev.cursor());
+    v = strided_view<T, R>{tmp.data(), d, row_major_strides(d)};
+  }
+};
+
+// ---- evaluators -----------------------------------------------------------------------------
+
+template <class E> requires is_leaf_v<E> struct evaluator<E> {
+  using T = value_t<E>;
+  strided_view<T, std::size_t(rank_v<E>)> v;
+  explicit evaluator(const E& e) : v{e.data(), e.dims(), e.strides()} {}
+  auto view() const { return v; }
+  auto cursor() const { return strided_cursor<T>(v); }
+};
+
+template <class T> struct evaluator<expr::Scalar<T>> {
+  compute_t<T> value;
+  explicit evaluator(const expr::Scalar<T>& s) : value(s.value) {}
+  auto cursor() const { return scalar_cursor<compute_t<T>>{value}; }
+};
+
+template <class F, class E> struct evaluator<expr::Unary<F, E>> {
+  const F& f;
+  evaluator<std::remove_cvref_t<E>> e;
+  explicit evaluator(const expr::Unary<F, E>& n) : f(n.f), e(n.e) {}
+  auto cursor() const { return unary_cursor<F, decltype(e.cursor())>{f, e.cursor()}; }
+};
+
+template <class F, class L, class R> struct evaluator<expr::Binary<F, L, R>> {
+  const F& f;
+  evaluator<std::remove_cvref_t<L>> l;
+  evaluator<std::remove_cvref_t<R>> r;
+  explicit evaluator(const expr::Binary<F, L, R>& n) : f(n.f), l(n.l), r(n.r) { (void)n.dims(); }
+  auto cursor() const { return binary_cursor<F, decltype(l.cursor()), decltype(r.cursor())>{f, l.cursor(), r.cursor()}; }
+};
+
+template <class C, class A, class B> struct evaluator<expr::Select<C, A, B>> {
+  evaluator<std::remove_cvref_t<C>> c;
+  evaluator<std::remove_cvref_t<A>> a;
+  evaluator<std::remove_cvref_t<B>> b;
+  explicit evaluator(const expr::Select<C, A, B>& n) : c(n.c), a(n.a), b(n.b) { (void)n.dims(); }
+  auto cursor() const {
+    return select_cursor<decltype(c.cursor()), decltype(a.cursor()), decltype(b.cursor())>{c.cursor(), a.cursor(), b.cursor()};
+  }
+};
+
+template <class E, class S, class M> struct evaluator<expr::Strided<E, S, M>> {
+  using T = value_t<E>;
+  source<E, false> src;
+  detail::buffer<T> tmp;
+  strided_view<T, std::size_t(S::rank)> v;
+  explicit evaluator(const expr::Strided<E, S, M>& n) : src(n.e) {
+    if (n.m.map(src.v, v)) return;
+    // The mapping needs contiguous memory (a reshape of a transposed operand): copy once.
+    const auto d = src.v.dims;
+    tmp = detail::buffer<T>(product(d), false);
+    execute(tmp.data(), d, strided_cursor<T>(src.v));
+    n.m.map(strided_view<T, source<E, false>::R>{tmp.data(), d, row_major_strides(d)}, v);
+  }
+  auto view() const { return v; }
+  auto cursor() const { return strided_cursor<T>(v); }
+};
+
+template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>> {
+  using T = typename K::value_type;
+  static constexpr std::size_t R = std::size_t(K::shape_type::rank);
+  static constexpr bool strided_ok = requires { requires K::strided_operands; };
+  detail::buffer<T> out;
+  strided_view<T, R> v;
+
+  /// Runs the kernel into dest (the destination of an assignment) or into memory of its own.
+  explicit evaluator(const expr::Computed<K, Ops...>& n, T* dest = nullptr) {
+    std::apply([&](const auto&... ops) { run(n, dest, source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops)...); }, n.ops);
+  }
+  auto view() const { return v; }
+  auto cursor() const { return strided_cursor<T>(v); }
+
+ private:
+  template <class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, const Src&... srcs) {
+    const auto d = n.dims();
+    if (!dest) {
+      out = detail::buffer<T>(product(d), false);
+      dest = out.data();
+    }
+    n.k.run(dest, srcs.v...);
+    v = strided_view<T, R>{dest, d, row_major_strides(d)};
+  }
+};
+
+// ---- assignment -----------------------------------------------------------------------------
+
+/// Evaluates e into the contiguous memory out of extents d (those of e).
+template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& d, const E& e) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (expr::is_computed<N>::value) {
+    evaluator<N> ev(e, out);
+  } else {
+    evaluator<N> ev(e);
+    execute(out, d, ev.cursor());
+  }
+}
+
+}  // namespace ctflow::backend::cpu

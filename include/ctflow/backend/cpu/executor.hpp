@@ -1,0 +1,71 @@
+#pragma once
+// The CPU executor of element-wise expressions: one fused loop over the destination, vectorised
+// when every node of the tree can be, split over threads with a fixed partitioning.
+//
+// A cursor (built by an evaluator) reads an expression at positions of the destination:
+// bind() fixes how its operands are broadcast into the destination's extents, set_row() moves to
+// one row (all but the last axis), coeff(j)/packet(j) read element j of that row. In flat mode
+// (every operand has the destination's extents, contiguous) the whole tensor is one row.
+
+#include <cstddef>
+
+#include "../../core/shape.hpp"
+#include "simd.hpp"
+#include "thread_pool.hpp"
+
+namespace ctflow::backend::cpu {
+
+/// Elements per thread below which a loop stays on one thread.
+inline constexpr std::size_t elementwise_grain = std::size_t(1) << 16;
+
+template <class T, class C> void run_row(T* out, const C& c, std::size_t b, std::size_t e) {
+  using V = typename C::compute_type;
+  if constexpr (C::vectorizable && std::is_same_v<T, V>) {
+    constexpr std::size_t L = lanes<V>;
+    std::size_t j = b;
+    for (; j + 4 * L <= e; j += 4 * L) {
+      const auto p0 = c.packet(j), p1 = c.packet(j + L), p2 = c.packet(j + 2 * L), p3 = c.packet(j + 3 * L);
+      p0.store_unaligned(out + j);
+      p1.store_unaligned(out + j + L);
+      p2.store_unaligned(out + j + 2 * L);
+      p3.store_unaligned(out + j + 3 * L);
+    }
+    for (; j + L <= e; j += L) c.packet(j).store_unaligned(out + j);
+    for (; j < e; ++j) out[j] = c.coeff(j);
+  } else {
+    for (std::size_t j = b; j < e; ++j) out[j] = T(c.coeff(j));
+  }
+}
+
+/// Evaluates cursor c into the contiguous destination out of extents d.
+template <class T, std::size_t R, class C> void execute(T* out, const dims_t<R>& d, C c) {
+  const std::size_t n = product(d);
+  if (n == 0) return;
+  if constexpr (R == 0) {
+    c.bind(nullptr, 0, true);
+    out[0] = T(c.coeff(0));
+  } else {
+    if (c.full(d.data(), int(R))) {
+      c.bind(d.data(), int(R), true);
+      parallel_for(n, elementwise_grain, 64, [&](std::size_t b, std::size_t e) { run_row(out, c, b, e); });
+      return;
+    }
+    c.bind(d.data(), int(R), false);
+    const std::size_t inner = d[R - 1], rows = n / inner;
+    parallel_for(rows, std::max<std::size_t>(1, elementwise_grain / inner), 1, [&](std::size_t rb, std::size_t re) {
+      C local = c;
+      std::size_t idx[R > 1 ? R - 1 : 1] = {};
+      for (std::size_t r = rb, k = R - 1; k-- > 0;) { idx[k] = r % d[k]; r /= d[k]; }
+      for (std::size_t r = rb; r < re; ++r) {
+        local.set_row(idx);
+        run_row(out + r * inner, local, 0, inner);
+        for (std::size_t k = R - 1; k-- > 0;) {
+          if (++idx[k] < d[k]) break;
+          idx[k] = 0;
+        }
+      }
+    });
+  }
+}
+
+}  // namespace ctflow::backend::cpu

@@ -1,0 +1,230 @@
+#pragma once
+// GEMM on the CPU: C = A * B (or C += A * B) for float and double, any row/column strides of A
+// and B (transposes are free). Large products follow the BLIS/GotoBLAS scheme: B packed into
+// KC x NR micro-panels that stay in L1, A into MR x KC micro-panels from L2, and an MR x NR
+// register-blocked xsimd micro-kernel. Small products (inference shapes) skip packing and stream
+// B rows straight through registers. Every element of C sums over k in the same order whatever
+// the thread count, so results are bitwise reproducible.
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+
+#include "../../detail/buffer.hpp"
+#include "simd.hpp"
+#include "thread_pool.hpp"
+
+namespace ctflow::backend::cpu::gemm {
+
+template <class T> struct blocking {
+  static constexpr std::size_t L = lanes<T>;
+  static constexpr std::size_t NV = 2;            // vectors across a micro-tile
+  static constexpr std::size_t NR = NV * L;
+  static constexpr std::size_t MR = 12;           // 24 accumulators of 32 registers
+  static constexpr std::size_t KC = 384;
+  static constexpr std::size_t MC = 144;
+  static constexpr std::size_t NC = 3072;
+};
+
+template <std::size_t... I, class F> inline __attribute__((always_inline)) void unroll(std::index_sequence<I...>, F&& f) {
+  (f(std::integral_constant<std::size_t, I>{}), ...);
+}
+
+/// MR x NR tile: C[0:mr, 0:nr] (+)= Ap(MR x kc) * Bp(kc x NR).
+template <class T> inline void micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b, T* c,
+                                            std::ptrdiff_t ldc, bool accumulate, std::size_t mr, std::size_t nr) {
+  using B = blocking<T>;
+  using V = batch<T>;
+  V acc[B::MR][B::NV];
+  unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
+    unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { acc[i][v] = V(T(0)); });
+  });
+  for (std::size_t p = 0; p < kc; ++p) {
+    V bv[B::NV];
+    unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { bv[v] = V::load_aligned(b + v * B::L); });
+    unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
+      const V ai(a[i]);
+      unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]); });
+    });
+    a += B::MR;
+    b += B::NR;
+  }
+  if (mr == B::MR && nr == B::NR) {
+    unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
+      unroll(std::make_index_sequence<B::NV>{}, [&](auto v) {
+        T* p = c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(v * B::L);
+        (accumulate ? acc[i][v] + V::load_unaligned(p) : acc[i][v]).store_unaligned(p);
+      });
+    });
+    return;
+  }
+  for (std::size_t i = 0; i < mr; ++i)
+    for (std::size_t v = 0; v * B::L < nr; ++v) {
+      T* p = c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(v * B::L);
+      const std::size_t n = std::min(B::L, nr - v * B::L);
+      V r = acc[i][v];
+      if (n == B::L) (accumulate ? r + V::load_unaligned(p) : r).store_unaligned(p);
+      else store_partial(p, accumulate ? r + load_partial(p, n) : r, n);
+    }
+}
+
+template <class T> void pack_a(std::size_t mc, std::size_t kc, const T* a, std::ptrdiff_t rs, std::ptrdiff_t cs, T* out) {
+  constexpr std::size_t MR = blocking<T>::MR;
+  for (std::size_t i0 = 0; i0 < mc; i0 += MR) {
+    const std::size_t mr = std::min(MR, mc - i0);
+    for (std::size_t p = 0; p < kc; ++p) {
+      const T* src = a + std::ptrdiff_t(i0) * rs + std::ptrdiff_t(p) * cs;
+      std::size_t i = 0;
+      for (; i < mr; ++i) out[i] = src[std::ptrdiff_t(i) * rs];
+      for (; i < MR; ++i) out[i] = T(0);
+      out += MR;
+    }
+  }
+}
+
+template <class T> void pack_b(std::size_t kc, std::size_t nc, const T* b, std::ptrdiff_t rs, std::ptrdiff_t cs, T* out) {
+  constexpr std::size_t NR = blocking<T>::NR;
+  for (std::size_t j0 = 0; j0 < nc; j0 += NR) {
+    const std::size_t nr = std::min(NR, nc - j0);
+    for (std::size_t p = 0; p < kc; ++p) {
+      const T* src = b + std::ptrdiff_t(p) * rs + std::ptrdiff_t(j0) * cs;
+      std::size_t j = 0;
+      if (cs == 1) for (; j < nr; ++j) out[j] = src[j];
+      else for (; j < nr; ++j) out[j] = src[std::ptrdiff_t(j) * cs];
+      for (; j < NR; ++j) out[j] = T(0);
+      out += NR;
+    }
+  }
+}
+
+/// Per-thread packing memory, kept between calls: a warm GEMM allocates nothing.
+template <class T> struct pack_buffers {
+  detail::buffer<T> a{blocking<T>::MC * blocking<T>::KC, false};
+  detail::buffer<T> b{(blocking<T>::NC + blocking<T>::NR) * blocking<T>::KC, false};
+  static pack_buffers& local() {
+    thread_local pack_buffers bufs;
+    return bufs;
+  }
+};
+
+template <class T>
+void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b,
+            std::ptrdiff_t rsb, std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, bool accumulate) {
+  using BL = blocking<T>;
+  auto& bufs = pack_buffers<T>::local();
+  for (std::size_t jc = 0; jc < n; jc += BL::NC) {
+    const std::size_t nc = std::min(BL::NC, n - jc);
+    for (std::size_t pc = 0; pc < k; pc += BL::KC) {
+      const std::size_t kc = std::min(BL::KC, k - pc);
+      pack_b(kc, nc, b + std::ptrdiff_t(pc) * rsb + std::ptrdiff_t(jc) * csb, rsb, csb, bufs.b.data());
+      const bool acc = accumulate || pc > 0;
+      for (std::size_t ic = 0; ic < m; ic += BL::MC) {
+        const std::size_t mc = std::min(BL::MC, m - ic);
+        pack_a(mc, kc, a + std::ptrdiff_t(ic) * rsa + std::ptrdiff_t(pc) * csa, rsa, csa, bufs.a.data());
+        for (std::size_t jr = 0; jr < nc; jr += BL::NR)
+          for (std::size_t ir = 0; ir < mc; ir += BL::MR)
+            micro_kernel(kc, bufs.a.data() + ir * kc, bufs.b.data() + jr * kc,
+                         c + std::ptrdiff_t(ic + ir) * ldc + std::ptrdiff_t(jc + jr), ldc, acc,
+                         std::min(BL::MR, mc - ir), std::min(BL::NR, nc - jr));
+      }
+    }
+  }
+}
+
+/// RR rows x NV vectors of C straight from A and row-major B (unit column stride), no packing.
+template <class T, std::size_t RR, std::size_t NV>
+inline void small_tile(std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
+                       T* c, std::ptrdiff_t ldc, std::size_t nr, bool accumulate) {
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>;
+  const bool full = nr == NV * L;
+  const std::size_t tail = nr - (NV - 1) * L;
+  V acc[RR][NV];
+  unroll(std::make_index_sequence<RR>{}, [&](auto i) { unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[i][v] = V(T(0)); }); });
+  for (std::size_t p = 0; p < k; ++p) {
+    const T* brow = b + std::ptrdiff_t(p) * rsb;
+    V bv[NV];
+    unroll(std::make_index_sequence<NV>{}, [&](auto v) {
+      if (v + 1 < NV || full) bv[v] = V::load_unaligned(brow + v * L);
+      else bv[v] = load_partial(brow + v * L, tail);
+    });
+    unroll(std::make_index_sequence<RR>{}, [&](auto i) {
+      const V ai(a[std::ptrdiff_t(i) * rsa + std::ptrdiff_t(p) * csa]);
+      unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]); });
+    });
+  }
+  unroll(std::make_index_sequence<RR>{}, [&](auto i) {
+    unroll(std::make_index_sequence<NV>{}, [&](auto v) {
+      T* p = c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(v * L);
+      if (v + 1 < NV || full) (accumulate ? acc[i][v] + V::load_unaligned(p) : acc[i][v]).store_unaligned(p);
+      else store_partial(p, accumulate ? acc[i][v] + load_partial(p, tail) : acc[i][v], tail);
+    });
+  });
+}
+
+template <class T, std::size_t RR>
+void small_rows(std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b,
+                std::ptrdiff_t rsb, T* c, std::ptrdiff_t ldc, bool accumulate) {
+  constexpr std::size_t L = lanes<T>;
+  std::size_t j = 0;
+  for (; j + 4 * L <= n; j += 4 * L) small_tile<T, RR, 4>(k, a, rsa, csa, b + j, rsb, c + j, ldc, 4 * L, accumulate);
+  if (j == n) return;
+  const std::size_t rest = n - j, vecs = (rest + L - 1) / L;
+  if (vecs == 1) small_tile<T, RR, 1>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);
+  else if (vecs == 2) small_tile<T, RR, 2>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);
+  else small_tile<T, RR, 3>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);
+}
+
+template <class T>
+void small(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b,
+           std::ptrdiff_t rsb, T* c, std::ptrdiff_t ldc, bool accumulate) {
+  std::size_t i = 0;
+  for (; i + 4 <= m; i += 4)
+    small_rows<T, 4>(n, k, a + std::ptrdiff_t(i) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i) * ldc, ldc, accumulate);
+  switch (m - i) {
+    case 3: small_rows<T, 3>(n, k, a + std::ptrdiff_t(i) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i) * ldc, ldc, accumulate); break;
+    case 2: small_rows<T, 2>(n, k, a + std::ptrdiff_t(i) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i) * ldc, ldc, accumulate); break;
+    case 1: small_rows<T, 1>(n, k, a + std::ptrdiff_t(i) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i) * ldc, ldc, accumulate); break;
+    default: break;
+  }
+}
+
+/// C[m x n] (+)= A[m x k] * B[k x n]; element (i, j) of A is a[i * rsa + j * csa], likewise B;
+/// C is row-major with leading dimension ldc.
+template <class T>
+void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b,
+          std::ptrdiff_t rsb, std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, bool accumulate = false) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate)
+      for (std::size_t i = 0; i < m; ++i) std::fill_n(c + std::ptrdiff_t(i) * ldc, n, T(0));
+    return;
+  }
+  const double work = double(m) * double(n) * double(k);
+  if (csb == 1 && (m <= 8 || work <= 64.0 * 64 * 64)) {
+    small(m, n, k, a, rsa, csa, b, rsb, c, ldc, accumulate);
+    return;
+  }
+  // Fixed partitioning: split the wider of M and N into equal parts, one per thread.
+  using BL = blocking<T>;
+  const std::size_t threads = work < 2.0e6 ? 1 : std::size_t(pool().size());
+  if (n >= m) {
+    const std::size_t per = (n / BL::NR + threads - 1) / threads * BL::NR;
+    parallel_for(threads, 1, 1, [&](std::size_t tb, std::size_t te) {
+      for (std::size_t t = tb; t < te; ++t) {
+        const std::size_t j0 = t * per, j1 = t + 1 == threads ? n : std::min(n, j0 + per);
+        if (j0 < j1) packed(m, j1 - j0, k, a, rsa, csa, b + std::ptrdiff_t(j0) * csb, rsb, csb, c + j0, ldc, accumulate);
+      }
+    });
+  } else {
+    const std::size_t per = (m / BL::MR + threads - 1) / threads * BL::MR;
+    parallel_for(threads, 1, 1, [&](std::size_t tb, std::size_t te) {
+      for (std::size_t t = tb; t < te; ++t) {
+        const std::size_t i0 = t * per, i1 = t + 1 == threads ? m : std::min(m, i0 + per);
+        if (i0 < i1) packed(i1 - i0, n, k, a + std::ptrdiff_t(i0) * rsa, rsa, csa, b, rsb, csb, c + std::ptrdiff_t(i0) * ldc, ldc, accumulate);
+      }
+    });
+  }
+}
+
+}  // namespace ctflow::backend::cpu::gemm

@@ -1,0 +1,78 @@
+#pragma once
+/// @brief ctflow's exceptions and the machinery that turns a static rule violation into one
+/// short g++ error whose text is the user's message.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace ctflow {
+
+/// @brief A shape rule broken at run time (a `dyn` extent that does not fit). Its text is the
+/// one the compiler prints for the static case.
+struct shape_error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/// @brief A value that is out of its domain (an index, a count).
+struct value_error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/// @brief A file or stream that cannot be read or written, naming what, where and why.
+struct io_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+/// A string usable as a template argument: static messages are built at compile time from
+/// shapes and dtypes and shown by the compiler in the name of an incomplete type.
+template <std::size_t N> struct fixed_string {
+  char s[N]{};
+  constexpr fixed_string() = default;
+  constexpr fixed_string(const char (&x)[N]) { std::copy_n(x, N, s); }
+  static constexpr std::size_t size() { return N - 1; }
+};
+template <std::size_t N> fixed_string(const char (&)[N]) -> fixed_string<N>;
+
+template <std::size_t... N> constexpr auto concat(const fixed_string<N>&... parts) {
+  fixed_string<((N - 1) + ... + 0) + 1> r;
+  std::size_t at = 0;
+  ((std::copy_n(parts.s, N - 1, r.s + at), at += N - 1), ...);
+  return r;
+}
+
+template <std::size_t V> constexpr auto number_string() {
+  constexpr std::size_t digits = [] { std::size_t d = 1; for (std::size_t v = V; v >= 10; v /= 10) ++d; return d; }();
+  fixed_string<digits + 1> r;
+  std::size_t v = V;
+  for (std::size_t i = digits; i-- > 0; v /= 10) r.s[i] = char('0' + v % 10);
+  return r;
+}
+
+/// The string a constexpr function returns (F()), as a fixed_string.
+template <auto F> constexpr auto fixed_string_of() {
+  constexpr std::size_t n = std::char_traits<char>::length(F());
+  fixed_string<n + 1> r;
+  std::copy_n(F(), n, r.s);
+  return r;
+}
+
+/// Never defined: naming it with a message makes g++ print "error: ... incomplete type
+/// 'ctflow::detail::static_error<...{"<message>"}>'", the message inside the error line.
+template <fixed_string Message> struct static_error;
+
+template <fixed_string Message> constexpr bool report() {
+  return sizeof(static_error<Message>) > 0;
+}
+
+}  // namespace detail
+}  // namespace ctflow
+
+/// Checks a compile-time rule; on failure the compiler's error line carries MESSAGE (a
+/// detail::fixed_string built at compile time). Used inside `if constexpr` branches of op builders.
+#define CTFLOW_STATIC_CHECK(COND, ...)                                         \
+  do {                                                                         \
+    if constexpr (!(COND)) static_assert(::ctflow::detail::report<__VA_ARGS__>()); \
+  } while (0)

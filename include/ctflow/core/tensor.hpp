@@ -1,0 +1,291 @@
+#pragma once
+/// @file
+/// @brief `Tensor<T, Shape>`: owning, contiguous, row-major, 64-byte aligned; `TensorView`: the
+/// same over memory the user owns (zero-copy interop).
+
+#include <algorithm>
+#include <initializer_list>
+#include <ostream>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "../backend/cpu/evaluator.hpp"
+#include "../detail/buffer.hpp"
+#include "concepts.hpp"
+#include "print.hpp"
+
+namespace ctflow {
+
+namespace detail {
+
+/// Rules for storing expression E into a tensor of dtype T and shape S.
+template <class T, class S, class E> consteval bool check_store(const char* op) {
+  (void)op;
+  if constexpr (!std::is_same_v<T, value_t<E>>) {
+    CTFLOW_STATIC_CHECK(false, concat(fixed_string("ctflow::Tensor: dtypes differ: "), fixed_string_of<dtype_name<T>>(),
+                                      fixed_string(" vs "), fixed_string_of<dtype_name<value_t<E>>>(),
+                                      fixed_string("; convert with ctflow::cast<"), fixed_string_of<dtype_name<T>>(),
+                                      fixed_string(">")));
+    return false;
+  } else {
+    constexpr bool same_rank = S::rank == shape_t<E>::rank;
+    constexpr bool ok = [] {
+      if constexpr (!same_rank) return false;
+      else {
+        for (int i = 0; i < S::rank; ++i) {
+          const auto a = S::extents[std::size_t(i)], b = shape_t<E>::extents[std::size_t(i)];
+          if (a != b && a != dyn && b != dyn) return false;
+        }
+        return true;
+      }
+    }();
+    CTFLOW_STATIC_CHECK(ok, concat(fixed_string("ctflow::Tensor: shapes differ: "), shape_string_v<S>,
+                                   fixed_string(" x "), shape_string_v<shape_t<E>>));
+    return ok;
+  }
+}
+
+/// Does e read any memory in [b, end)?
+template <class E> bool reads_memory(const E& e, const void* b, const void* end) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_leaf_v<N>) {
+    return static_cast<const void*>(e.data()) < end && b < static_cast<const void*>(e.data() + e.size());
+  } else if constexpr (requires { e.ops; }) {
+    return std::apply([&](const auto&... o) { return (reads_memory(o, b, end) || ...); }, e.ops);
+  } else if constexpr (requires { e.l; }) {
+    return reads_memory(e.l, b, end) || reads_memory(e.r, b, end);
+  } else if constexpr (requires { e.c; }) {
+    return reads_memory(e.c, b, end) || reads_memory(e.a, b, end) || reads_memory(e.b, b, end);
+  } else if constexpr (requires { e.e; }) {
+    return reads_memory(e.e, b, end);
+  } else {
+    return false;
+  }
+}
+
+/// Does any tensor read by e share memory with [b, end) in a way element-wise order cannot
+/// tolerate (through a view, a boundary, or with other extents)?
+template <class E, std::size_t R> bool unsafe_alias(const E& e, const void* b, const void* end, const dims_t<R>& d) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_leaf_v<N>) {
+    const void* lo = e.data();
+    const void* hi = e.data() + e.size();
+    const bool overlap = lo < end && b < hi;
+    if constexpr (rank_v<N> == R) return overlap && (lo != b || e.dims() != d);
+    else return overlap;
+  } else if constexpr (expr::is_elementwise<N>::value) {
+    if constexpr (requires { e.e; }) return unsafe_alias(e.e, b, end, d);
+    else if constexpr (requires { e.l; }) return unsafe_alias(e.l, b, end, d) || unsafe_alias(e.r, b, end, d);
+    else if constexpr (requires { e.c; }) return unsafe_alias(e.c, b, end, d) || unsafe_alias(e.a, b, end, d) || unsafe_alias(e.b, b, end, d);
+    else return false;
+  } else if constexpr (requires { e.ops; }) {
+    return std::apply([&](const auto&... o) { return (reads_memory(o, b, end) || ...); }, e.ops);
+  } else {
+    return reads_memory(e.e, b, end);
+  }
+}
+
+}  // namespace detail
+
+/// @brief An owning tensor: dtype T, shape S (static extents checked by the compiler, `dyn` ones
+/// at run time), contiguous row-major memory aligned to 64 bytes.
+///
+/// Default-constructed static tensors are zero-filled. A tensor with `dyn` extents is built
+/// from its full extents: `Tensor<float, Shape<dyn, 3>> x({5, 3});`. Assigning an expression
+/// evaluates it (one fused loop for element-wise work).
+template <DType T, ShapeType S, class D = cpu> class Tensor {
+ public:
+  using ctflow_expression = void;
+  using value_type = T;
+  using shape_type = S;
+  using device_type = D;
+  static constexpr int rank = S::rank;
+  static constexpr bool is_view = false;
+
+  Tensor() : dims_(initial_dims()), buf_(product(dims_)) {}
+
+  /// @brief A zero-filled tensor of the given extents; they must agree with S's static ones.
+  explicit Tensor(const dims_t<std::size_t(rank)>& d) : dims_(checked(d)), buf_(product(dims_)) {}
+
+  /// @brief Evaluates an expression (dtype must be T; extents must fit S).
+  template <Expression E> requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
+  Tensor(const E& e) {
+    if constexpr (detail::check_store<T, S, E>("ctflow::Tensor")) {
+      dims_ = checked(e.dims());
+      buf_ = detail::buffer<T>(product(dims_), false);
+      backend::cpu::assign(buf_.data(), dims_, e);
+    }
+  }
+
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(const Tensor& o) {
+    if (this != &o) { dims_ = o.dims_; buf_ = o.buf_; }
+    return *this;
+  }
+  Tensor& operator=(Tensor&&) noexcept = default;
+
+  /// @brief Evaluates e into this tensor; a `dyn` tensor takes e's extents, a static one must
+  /// already have them. Reading this tensor inside e is safe.
+  template <Expression E> requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
+  Tensor& operator=(const E& e) {
+    if constexpr (detail::check_store<T, S, E>("ctflow::Tensor")) {
+      const auto d = checked(e.dims());
+      const void* b = buf_.data();
+      if (d != dims_ || detail::unsafe_alias(e, b, static_cast<const void*>(buf_.data() + buf_.size()), dims_)) {
+        Tensor t(e);
+        *this = std::move(t);
+      } else {
+        backend::cpu::assign(buf_.data(), dims_, e);
+      }
+    }
+    return *this;
+  }
+
+  template <Expression E> Tensor& operator+=(const E& e) { return *this = *this + e; }
+  template <Expression E> Tensor& operator-=(const E& e) { return *this = *this - e; }
+  template <Expression E> Tensor& operator*=(const E& e) { return *this = *this * e; }
+  template <Expression E> Tensor& operator/=(const E& e) { return *this = *this / e; }
+
+  T* data() { return buf_.data(); }
+  const T* data() const { return buf_.data(); }
+  std::size_t size() const { return buf_.size(); }
+  const dims_t<std::size_t(rank)>& dims() const { return dims_; }
+  /// @brief The extents, as TensorFlow's `shape`.
+  const dims_t<std::size_t(rank)>& shape() const { return dims_; }
+  std::array<std::ptrdiff_t, std::size_t(rank)> strides() const { return row_major_strides(dims_); }
+  T* begin() { return data(); }
+  T* end() { return data() + size(); }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size(); }
+  std::span<T> flat() { return {data(), size()}; }
+  std::span<const T> flat() const { return {data(), size()}; }
+
+  /// @brief The element at the given indices (unchecked).
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  T& operator()(I... i) { return buf_.data()[offset({std::size_t(i)...})]; }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  const T& operator()(I... i) const { return buf_.data()[offset({std::size_t(i)...})]; }
+  /// @brief The element at the given indices; value_error when one is out of range.
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  T& at(I... i) { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  const T& at(I... i) const { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
+
+ private:
+  static dims_t<std::size_t(rank)> initial_dims() {
+    dims_t<std::size_t(rank)> d{};
+    for (int i = 0; i < rank; ++i) d[std::size_t(i)] = S::extents[std::size_t(i)] == dyn ? 0 : S::extents[std::size_t(i)];
+    return d;
+  }
+  static const dims_t<std::size_t(rank)>& checked(const dims_t<std::size_t(rank)>& d) {
+    if (!matches_static<S>(d)) throw_shape_error("ctflow::Tensor", "shapes differ", S::extents, d);
+    return d;
+  }
+  std::size_t offset(const dims_t<std::size_t(rank)>& idx) const {
+    std::size_t o = 0;
+    for (int k = 0; k < rank; ++k) o = o * dims_[std::size_t(k)] + idx[std::size_t(k)];
+    return o;
+  }
+  std::size_t checked_offset(const std::array<std::int64_t, std::size_t(rank)>& idx) const {
+    dims_t<std::size_t(rank)> u{};
+    for (int k = 0; k < rank; ++k) {
+      if (idx[std::size_t(k)] < 0 || std::size_t(idx[std::size_t(k)]) >= dims_[std::size_t(k)])
+        throw value_error("ctflow::Tensor::at: index " + std::to_string(idx[std::size_t(k)]) + " out of range for axis " +
+                          std::to_string(k) + " of " + format_dims(dims_));
+      u[std::size_t(k)] = std::size_t(idx[std::size_t(k)]);
+    }
+    return offset(u);
+  }
+
+  dims_t<std::size_t(rank)> dims_{};
+  detail::buffer<T> buf_;
+};
+
+template <class T, class S, class D> struct is_leaf<Tensor<T, S, D>> : std::true_type {};
+
+/// @brief A tensor over memory the caller owns (zero-copy): `TensorView<float, Shape<dyn, 3>>
+/// v(ptr, {n, 3});`. `TensorView<const float, S>` is read-only.
+template <class T, ShapeType S, class D = cpu> class TensorView {
+ public:
+  using ctflow_expression = void;
+  using value_type = std::remove_const_t<T>;
+  using shape_type = S;
+  using device_type = D;
+  static constexpr int rank = S::rank;
+  static constexpr bool is_view = true;
+  static_assert(DType<value_type>, "ctflow::TensorView: not a ctflow dtype");
+
+  /// @brief A view of contiguous row-major memory.
+  TensorView(T* p, const dims_t<std::size_t(rank)>& d) : TensorView(p, d, row_major_strides(d)) {}
+  /// @brief A view of a static shape.
+  explicit TensorView(T* p) requires S::is_static : TensorView(p, S::extents) {}
+  /// @brief A view with element strides of its own.
+  TensorView(T* p, const dims_t<std::size_t(rank)>& d, const std::array<std::ptrdiff_t, std::size_t(rank)>& s)
+      : p_(p), dims_(d), strides_(s) {
+    if (!matches_static<S>(d)) throw_shape_error("ctflow::TensorView", "shapes differ", S::extents, d);
+  }
+  /// @brief A view of a whole tensor.
+  template <class U, class S2> requires std::is_same_v<std::remove_const_t<T>, U>
+  TensorView(std::conditional_t<std::is_const_v<T>, const Tensor<U, S2, D>&, Tensor<U, S2, D>&> t)
+      : TensorView(t.data(), t.dims()) {}
+
+  /// @brief Writes e into the viewed memory (extents must be equal).
+  template <Expression E> requires(!std::is_const_v<T>)
+  TensorView& operator=(const E& e) {
+    if constexpr (detail::check_store<value_type, S, E>("ctflow::TensorView")) {
+      if (e.dims() != dims_) throw_shape_error("ctflow::TensorView", "shapes differ", dims_, e.dims());
+      const bool contiguous = strides_ == row_major_strides(dims_);
+      const void* b = p_;
+      const void* end = p_ + size();
+      if (contiguous && !detail::unsafe_alias(e, b, end, dims_)) {
+        backend::cpu::assign(p_, dims_, e);
+      } else {
+        // Evaluate first, then scatter into the strided memory (it may overlap the operands).
+        const Tensor<value_type, S, D> t(e);
+        std::size_t idx[rank > 0 ? rank : 1] = {};
+        for (std::size_t n = 0; n < t.size(); ++n) {
+          std::ptrdiff_t o = 0;
+          for (int k = 0; k < rank; ++k) o += std::ptrdiff_t(idx[k]) * strides_[std::size_t(k)];
+          p_[o] = t.data()[n];
+          for (int k = rank; k-- > 0;) {
+            if (++idx[k] < dims_[std::size_t(k)]) break;
+            idx[k] = 0;
+          }
+        }
+      }
+    }
+    return *this;
+  }
+
+  T* data() const { return p_; }
+  std::size_t size() const { return product(dims_); }
+  const dims_t<std::size_t(rank)>& dims() const { return dims_; }
+  const dims_t<std::size_t(rank)>& shape() const { return dims_; }
+  const std::array<std::ptrdiff_t, std::size_t(rank)>& strides() const { return strides_; }
+
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  T& operator()(I... i) const {
+    std::ptrdiff_t o = 0, k = 0;
+    ((o += std::ptrdiff_t(i) * strides_[std::size_t(k++)]), ...);
+    return p_[o];
+  }
+
+ private:
+  T* p_;
+  dims_t<std::size_t(rank)> dims_;
+  std::array<std::ptrdiff_t, std::size_t(rank)> strides_;
+};
+
+template <class T, class S, class D> struct is_leaf<TensorView<T, S, D>> : std::true_type {};
+
+/// @brief Evaluates an expression into a new Tensor of its dtype and shape.
+template <Expression E> auto eval(const E& e) { return Tensor<value_t<E>, shape_t<E>, device_t<E>>(e); }
+
+/// @brief Prints like TensorFlow's str(tensor), summarised past 1000 elements.
+template <class T, class S, class D> std::ostream& operator<<(std::ostream& os, const Tensor<T, S, D>& t) {
+  return os << detail::tensor_string(t.data(), t.dims());
+}
+
+}  // namespace ctflow

@@ -1,0 +1,33 @@
+#pragma once
+// A boundary node: a kernel that reads materialised operands and writes its whole result
+// (matmul, reductions, concat, gather, ...). Its result is computed once per evaluation; when it
+// is the root of an assignment the kernel writes straight into the destination.
+
+#include <tuple>
+
+#include "../core/concepts.hpp"
+#include "strided.hpp"
+
+namespace ctflow::expr {
+
+/// K names `value_type`, `shape_type`, the run-time `out_dims`, and
+/// `void run(value_type* out, const strided_view<...>&... operands) const`. K may set
+/// `strided_operands = true` to take operands as they are instead of contiguous.
+template <class K, class... Ops> struct Computed {
+  using ctflow_expression = void;
+  using value_type = typename K::value_type;
+  using shape_type = typename K::shape_type;
+  using device_type = cpu;
+  K k;
+  std::tuple<stored_t<Ops>...> ops;
+  dims_t<shape_type::rank> dims() const { return k.out_dims; }
+};
+
+template <class E> struct is_computed : std::false_type {};
+template <class K, class... Ops> struct is_computed<Computed<K, Ops...>> : std::true_type {};
+
+template <class K, class... Ops> auto make_computed(K k, Ops&&... ops) {
+  return Computed<K, Ops&&...>{std::move(k), {std::forward<Ops>(ops)...}};
+}
+
+}  // namespace ctflow::expr

@@ -1,0 +1,134 @@
+#pragma once
+/// @file
+/// @brief `ctflow::matmul` (rank 2 and batched, with transpose_a / transpose_b) and `tensordot`.
+
+#include <type_traits>
+
+#include "../backend/cpu/gemm.hpp"
+#include "../core/tensor.hpp"
+#include "../expr/computed.hpp"
+
+namespace ctflow {
+
+/// @brief Tags of matmul's options: `matmul(a, b, transpose_b)`.
+struct transpose_a_t {};
+struct transpose_b_t {};
+inline constexpr transpose_a_t transpose_a{};
+inline constexpr transpose_b_t transpose_b{};
+
+namespace ops {
+
+template <class T, class SA, class SB, bool TA, bool TB> struct matmul_kernel {
+  static constexpr int RA = SA::rank, RB = SB::rank;
+  static constexpr int R = RA > RB ? RA : RB;
+  static constexpr std::size_t ext(const auto& e, int r, int i) { return i < 0 ? dyn : e[std::size_t(i + r - r)]; }
+  // Static extents of the product: [batch..., M, N].
+  static constexpr std::size_t M = SA::extents[std::size_t(TA ? RA - 1 : RA - 2)];
+  static constexpr std::size_t KA = SA::extents[std::size_t(TA ? RA - 2 : RA - 1)];
+  static constexpr std::size_t KB = SB::extents[std::size_t(TB ? RB - 1 : RB - 2)];
+  static constexpr std::size_t N = SB::extents[std::size_t(TB ? RB - 2 : RB - 1)];
+  static constexpr dims_t<std::size_t(R)> out_extents = [] {
+    dims_t<std::size_t(R)> d{};
+    using BS = broadcast_shape_t<shape_of<[] { dims_t<std::size_t(RA - 2)> b{}; for (int i = 0; i < RA - 2; ++i) b[std::size_t(i)] = SA::extents[std::size_t(i)]; return b; }()>,
+                                 shape_of<[] { dims_t<std::size_t(RB - 2)> b{}; for (int i = 0; i < RB - 2; ++i) b[std::size_t(i)] = SB::extents[std::size_t(i)]; return b; }()>>;
+    for (int i = 0; i < R - 2; ++i) d[std::size_t(i)] = BS::extents[std::size_t(i)];
+    d[std::size_t(R - 2)] = M;
+    d[std::size_t(R - 1)] = N;
+    return d;
+  }();
+
+  using value_type = T;
+  using shape_type = shape_of<out_extents>;
+  static constexpr bool strided_operands = true;
+  dims_t<std::size_t(R)> out_dims{};
+
+  void run(T* out, const expr::strided_view<T, std::size_t(RA)>& a, const expr::strided_view<T, std::size_t(RB)>& b) const {
+    const std::size_t m = out_dims[std::size_t(R - 2)], n = out_dims[std::size_t(R - 1)];
+    const std::size_t k = a.dims[std::size_t(TA ? RA - 2 : RA - 1)];
+    const std::ptrdiff_t rsa = a.strides[std::size_t(RA - (TA ? 1 : 2))], csa = a.strides[std::size_t(RA - (TA ? 2 : 1))];
+    const std::ptrdiff_t rsb = b.strides[std::size_t(RB - (TB ? 1 : 2))], csb = b.strides[std::size_t(RB - (TB ? 2 : 1))];
+    std::size_t batches = 1;
+    for (int i = 0; i < R - 2; ++i) batches *= out_dims[std::size_t(i)];
+    for (std::size_t bi = 0; bi < batches; ++bi) {
+      // Offsets of this batch in A and B, broadcasting batch extents of 1 (and missing axes).
+      std::ptrdiff_t oa = 0, ob = 0;
+      for (int i = R - 3, rem = int(bi); i >= 0; --i) {
+        const std::size_t idx = std::size_t(rem) % out_dims[std::size_t(i)];
+        rem /= int(out_dims[std::size_t(i)]);
+        const int ia = i - (R - RA), ib = i - (R - RB);
+        if (ia >= 0 && a.dims[std::size_t(ia)] != 1) oa += std::ptrdiff_t(idx) * a.strides[std::size_t(ia)];
+        if (ib >= 0 && b.dims[std::size_t(ib)] != 1) ob += std::ptrdiff_t(idx) * b.strides[std::size_t(ib)];
+      }
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        backend::cpu::gemm::gemm(m, n, k, a.data + oa, rsa, csa, b.data + ob, rsb, csb, out + bi * m * n, std::ptrdiff_t(n));
+      } else {
+        for (std::size_t i = 0; i < m; ++i)
+          for (std::size_t j = 0; j < n; ++j) {
+            compute_t<T> s(0);
+            for (std::size_t p = 0; p < k; ++p)
+              s += compute_t<T>(a.data[oa + std::ptrdiff_t(i) * rsa + std::ptrdiff_t(p) * csa]) *
+                   compute_t<T>(b.data[ob + std::ptrdiff_t(p) * rsb + std::ptrdiff_t(j) * csb]);
+            out[bi * m * n + i * n + j] = T(s);
+          }
+      }
+    }
+  }
+};
+
+template <bool TA, bool TB, class A, class B> auto make_matmul(A&& a, B&& b) {
+  using SA = shape_t<A>;
+  using SB = shape_t<B>;
+  using T = value_t<A>;
+  constexpr auto op = detail::fixed_string("ctflow::matmul");
+  CTFLOW_STATIC_CHECK((std::is_same_v<T, value_t<B>>),
+                      detail::concat(op, detail::fixed_string(": dtypes differ: "), detail::fixed_string_of<dtype_name<T>>(),
+                                     detail::fixed_string(" vs "), detail::fixed_string_of<dtype_name<value_t<B>>>(),
+                                     detail::fixed_string("; convert one with ctflow::cast")));
+  if constexpr (SA::rank < 2 || SB::rank < 2) {
+    CTFLOW_STATIC_CHECK(false, detail::concat(op, detail::fixed_string(": operands need rank 2 or more: "), shape_string_v<SA>,
+                                              detail::fixed_string(" x "), shape_string_v<SB>));
+    return 0;
+  } else {
+    using K = matmul_kernel<T, SA, SB, TA, TB>;
+    constexpr bool inner_ok = K::KA == K::KB || K::KA == dyn || K::KB == dyn;
+    CTFLOW_STATIC_CHECK(inner_ok, detail::concat(op, detail::fixed_string(": inner dimensions differ: "), shape_string_v<SA>,
+                                                 detail::fixed_string(" x "), shape_string_v<SB>));
+    const auto da = a.dims();
+    const auto db = b.dims();
+    const std::size_t ka = da[std::size_t(TA ? SA::rank - 2 : SA::rank - 1)], kb = db[std::size_t(TB ? SB::rank - 1 : SB::rank - 2)];
+    if (ka != kb) throw_shape_error("ctflow::matmul", "inner dimensions differ", da, db);
+    dims_t<std::size_t(SA::rank - 2)> ba{};
+    dims_t<std::size_t(SB::rank - 2)> bb{};
+    for (int i = 0; i < SA::rank - 2; ++i) ba[std::size_t(i)] = da[std::size_t(i)];
+    for (int i = 0; i < SB::rank - 2; ++i) bb[std::size_t(i)] = db[std::size_t(i)];
+    K k;
+    try {
+      const auto bd = broadcast_dims("ctflow::matmul", ba, bb);
+      for (std::size_t i = 0; i < bd.size(); ++i) k.out_dims[i] = bd[i];
+    } catch (const shape_error&) {
+      throw_shape_error("ctflow::matmul", "batch dimensions cannot be broadcast", da, db);
+    }
+    k.out_dims[std::size_t(K::R - 2)] = da[std::size_t(TA ? SA::rank - 1 : SA::rank - 2)];
+    k.out_dims[std::size_t(K::R - 1)] = db[std::size_t(TB ? SB::rank - 2 : SB::rank - 1)];
+    return expr::make_computed(k, std::forward<A>(a), std::forward<B>(b));
+  }
+}
+
+}  // namespace ops
+
+/// @brief tf.linalg.matmul: [..., M, K] x [..., K, N] -> [..., M, N], batch extents broadcast.
+/// `matmul(a, b, transpose_b)` multiplies by b's transpose without copying it.
+template <Expression A, Expression B> auto matmul(A&& a, B&& b) {
+  return ops::make_matmul<false, false>(std::forward<A>(a), std::forward<B>(b));
+}
+template <Expression A, Expression B> auto matmul(A&& a, B&& b, transpose_a_t) {
+  return ops::make_matmul<true, false>(std::forward<A>(a), std::forward<B>(b));
+}
+template <Expression A, Expression B> auto matmul(A&& a, B&& b, transpose_b_t) {
+  return ops::make_matmul<false, true>(std::forward<A>(a), std::forward<B>(b));
+}
+template <Expression A, Expression B> auto matmul(A&& a, B&& b, transpose_a_t, transpose_b_t) {
+  return ops::make_matmul<true, true>(std::forward<A>(a), std::forward<B>(b));
+}
+
+}  // namespace ctflow

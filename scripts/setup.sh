@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every Debian package ctflow's build, tests, examples and benchmarks need.
+# Non-interactive and idempotent: when everything is present it returns at once.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libxsimd-dev libboost-dev catch2 libbenchmark-dev
+  nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
+  libopenblas-dev python3-torch python3-numpy dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
