@@ -145,13 +145,14 @@ template <class Ev> concept addressable = requires(const Ev& ev) { ev.view(); };
 /// Memory holding the value of an expression: the operand's own memory when it has some (and it
 /// is contiguous, if asked), a materialised copy otherwise.
 template <class E, bool Contiguous> struct source {
+  using N = std::remove_cvref_t<E>;
   using T = value_t<E>;
   static constexpr std::size_t R = std::size_t(rank_v<E>);
-  evaluator<std::remove_cvref_t<E>> ev;
+  evaluator<N> ev;
   detail::buffer<T> tmp;
   strided_view<T, R> v;
 
-  explicit source(const E& e) : ev(e) {
+  explicit source(const N& e) : ev(e) {
     if constexpr (addressable<decltype(ev)>) {
       v = ev.view();
       if (!Contiguous || v.contiguous()) return;

@@ -1,0 +1,126 @@
+#pragma once
+// Reductions over contiguous memory. The axes are first merged into alternating groups of kept
+// and reduced extents; the two shapes that matter most are vectorised and threaded:
+// [kept, reduced] (rows, each summed by packets) and [reduced, kept] (column sums, packets across
+// the row). Each output sums its inputs in one fixed order, whatever the thread count.
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "simd.hpp"
+#include "thread_pool.hpp"
+
+namespace ctflow::backend::cpu::reduce {
+
+/// A reduction: identity, combine, and its packet forms when V is a SIMD type.
+template <class Op, class V> V row(const Op& op, const V* p, std::size_t n) {
+  if constexpr (simd_type_v<V> && Op::vectorizable) {
+    constexpr std::size_t L = lanes<V>;
+    if (n >= 4 * L) {
+      batch<V> a0(op.identity()), a1 = a0, a2 = a0, a3 = a0;
+      std::size_t j = 0;
+      for (; j + 4 * L <= n; j += 4 * L) {
+        a0 = op(a0, batch<V>::load_unaligned(p + j));
+        a1 = op(a1, batch<V>::load_unaligned(p + j + L));
+        a2 = op(a2, batch<V>::load_unaligned(p + j + 2 * L));
+        a3 = op(a3, batch<V>::load_unaligned(p + j + 3 * L));
+      }
+      for (; j + L <= n; j += L) a0 = op(a0, batch<V>::load_unaligned(p + j));
+      const batch<V> all = op(op(a0, a1), op(a2, a3));
+      alignas(64) V lanes_out[L];
+      all.store_aligned(lanes_out);
+      V r = lanes_out[0];
+      for (std::size_t l = 1; l < L; ++l) r = op(r, lanes_out[l]);
+      for (; j < n; ++j) r = op(r, p[j]);
+      return r;
+    }
+  }
+  V r = op.identity();
+  for (std::size_t j = 0; j < n; ++j) r = op(r, V(p[j]));
+  return r;
+}
+
+/// acc[j] = op(acc[j], p[j]) for j < n.
+template <class Op, class V> void combine_row(const Op& op, V* acc, const V* p, std::size_t n) {
+  std::size_t j = 0;
+  if constexpr (simd_type_v<V> && Op::vectorizable) {
+    constexpr std::size_t L = lanes<V>;
+    for (; j + L <= n; j += L) op(batch<V>::load_unaligned(acc + j), batch<V>::load_unaligned(p + j)).store_unaligned(acc + j);
+  }
+  for (; j < n; ++j) acc[j] = op(acc[j], p[j]);
+}
+
+/// Elements per block of a full reduction: partial results are per block, then combined in
+/// order, so the sum does not depend on how blocks are shared among threads.
+inline constexpr std::size_t block = std::size_t(1) << 15;
+
+/// Reduces in (extents `dims`, `reduced[i]` marking reduced axes) into out, both contiguous and
+/// of accumulation type V.
+template <class Op, class V>
+void run(const Op& op, const V* in, const std::vector<std::size_t>& dims, const std::vector<bool>& reduced, V* out) {
+  // Merge neighbouring axes of the same kind; drop extents of 1.
+  std::vector<std::size_t> g;
+  std::vector<bool> gr;
+  std::size_t total = 1;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    total *= dims[i];
+    if (dims[i] == 1) continue;
+    if (!g.empty() && gr.back() == reduced[i]) g.back() *= dims[i];
+    else { g.push_back(dims[i]); gr.push_back(reduced[i]); }
+  }
+  std::size_t out_size = 1;
+  for (std::size_t i = 0; i < g.size(); ++i) if (!gr[i]) out_size *= g[i];
+  if (total == 0) { std::fill_n(out, out_size, op.identity()); return; }
+  if (g.empty() || (g.size() == 1 && !gr[0])) { std::copy_n(in, total, out); return; }
+
+  if (g.size() == 1) {  // everything reduced
+    const std::size_t blocks = (total + block - 1) / block;
+    std::vector<V> partial(blocks);
+    parallel_for(blocks, 2, 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) partial[i] = row(op, in + i * block, std::min(block, total - i * block));
+    });
+    V r = op.identity();
+    for (V p : partial) r = op(r, p);
+    *out = r;
+    return;
+  }
+  if (g.size() == 2 && !gr[0]) {  // [kept, reduced]: one row per output
+    const std::size_t rows = g[0], n = g[1];
+    parallel_for(rows, std::max<std::size_t>(1, block / n), 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t r = b; r < e; ++r) out[r] = row(op, in + r * n, n);
+    });
+    return;
+  }
+  if (g.size() == 2) {  // [reduced, kept]: column reduction, threads split the columns
+    const std::size_t rows = g[0], n = g[1];
+    parallel_for(n, std::max<std::size_t>(64, block / std::max<std::size_t>(rows, 1)), 64, [&](std::size_t b, std::size_t e) {
+      constexpr std::size_t tile = 2048;  // keep the accumulating row in L1
+      for (std::size_t j0 = b; j0 < e; j0 += tile) {
+        const std::size_t w = std::min(tile, e - j0);
+        std::copy_n(in + j0, w, out + j0);
+        for (std::size_t r = 1; r < rows; ++r) combine_row(op, out + j0, in + r * n + j0, w);
+      }
+    });
+    return;
+  }
+  // General pattern: walk the input row by row (last group), accumulating into its output.
+  std::fill_n(out, out_size, op.identity());
+  const std::size_t last = g.back();
+  const bool last_reduced = gr.back();
+  const std::size_t rows = total / last;
+  std::vector<std::size_t> idx(g.size() - 1, 0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::size_t o = 0;
+    for (std::size_t k = 0; k + 1 < g.size(); ++k) if (!gr[k]) o = o * g[k] + idx[k];
+    const V* p = in + r * last;
+    if (last_reduced) out[o] = op(out[o], row(op, p, last));
+    else combine_row(op, out + o * last, p, last);
+    for (std::size_t k = g.size() - 1; k-- > 0;) {
+      if (++idx[k] < g[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+}  // namespace ctflow::backend::cpu::reduce

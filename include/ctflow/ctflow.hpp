@@ -1,0 +1,17 @@
+#pragma once
+/// @file
+/// @brief ctflow: TensorFlow 2 for C++ as compile-time expression templates. Include this one
+/// header for everything.
+
+#include "config.hpp"
+#include "core/concepts.hpp"
+#include "core/dtype.hpp"
+#include "core/errors.hpp"
+#include "core/shape.hpp"
+#include "core/tensor.hpp"
+#include "core/variable.hpp"
+#include "ops/array.hpp"
+#include "ops/linalg.hpp"
+#include "ops/math.hpp"
+#include "ops/random.hpp"
+#include "ops/reduction.hpp"

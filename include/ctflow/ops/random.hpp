@@ -1,0 +1,101 @@
+#pragma once
+/// @file
+/// @brief Fills, ranges and seeded random tensors (tf.fill, zeros, ones, range, random.uniform,
+/// random.normal, random.truncated_normal). Random values come from a counter-based Philox-4x32
+/// stream: the same seed gives the same tensor on every machine and thread count.
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+#include "../core/tensor.hpp"
+
+namespace ctflow {
+
+/// @brief tf.fill / zeros / ones for a static shape, or for given extents.
+template <DType T, ShapeType S> Tensor<T, S> fill(T value, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S> t(d);
+  std::fill(t.begin(), t.end(), value);
+  return t;
+}
+template <DType T, ShapeType S> Tensor<T, S> zeros(const dims_t<std::size_t(S::rank)>& d = S::extents) { return Tensor<T, S>(d); }
+template <DType T, ShapeType S> Tensor<T, S> ones(const dims_t<std::size_t(S::rank)>& d = S::extents) { return fill<T, S>(T(1), d); }
+
+/// @brief tf.range(start, limit, delta): a 1-D tensor [start, start + delta, ...) before limit.
+template <DType T> Tensor<T, Shape<dyn>> range(T start, T limit, T delta = T(1)) {
+  if (delta == T(0)) throw value_error("ctflow::range: delta must not be 0");
+  const double n = std::ceil((double(limit) - double(start)) / double(delta));
+  Tensor<T, Shape<dyn>> t({n > 0 ? std::size_t(n) : 0});
+  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = T(start + T(i) * delta);
+  return t;
+}
+template <DType T> Tensor<T, Shape<dyn>> range(T limit) { return range<T>(T(0), limit, T(1)); }
+
+namespace random {
+
+/// Philox-4x32-10 (Salmon et al., 2011): block i of a seed is four independent 32-bit words.
+inline std::array<std::uint32_t, 4> philox(std::uint64_t seed, std::uint64_t counter) {
+  std::uint32_t c0 = std::uint32_t(counter), c1 = std::uint32_t(counter >> 32), c2 = 0, c3 = 0;
+  std::uint32_t k0 = std::uint32_t(seed), k1 = std::uint32_t(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    const std::uint64_t p0 = std::uint64_t(0xD2511F53u) * c0, p1 = std::uint64_t(0xCD9E8D57u) * c2;
+    const std::uint32_t n0 = std::uint32_t(p1 >> 32) ^ c1 ^ k0, n2 = std::uint32_t(p0 >> 32) ^ c3 ^ k1;
+    c1 = std::uint32_t(p1);
+    c3 = std::uint32_t(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return {c0, c1, c2, c3};
+}
+
+/// Uniform in [0, 1) from 24 (float) or 53 (double) random bits: the i-th value of the stream.
+inline double unit(std::uint64_t seed, std::uint64_t i) {
+  const auto w = philox(seed, i);
+  return double((std::uint64_t(w[0]) << 21) ^ (w[1] >> 11)) * (1.0 / 9007199254740992.0);
+}
+inline double standard_normal(std::uint64_t seed, std::uint64_t i) {
+  const auto w = philox(seed, i);
+  // Box-Muller on two uniforms in (0, 1].
+  const double u1 = (double(w[0]) + 1.0) / 4294967296.0, u2 = double(w[1]) / 4294967296.0;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace random
+
+/// @brief tf.random.uniform: values in [minval, maxval), seeded.
+template <DType T, ShapeType S>
+Tensor<T, S> random_uniform(std::uint64_t seed, double minval = 0.0, double maxval = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S> t(d);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    double v = minval + (maxval - minval) * random::unit(seed, i);
+    if constexpr (is_integer_v<T>) v = std::floor(v);
+    t.data()[i] = T(v >= maxval && is_floating_v<T> ? minval : v);
+  }
+  return t;
+}
+
+/// @brief tf.random.normal: mean + stddev * N(0, 1), seeded.
+template <DType T, ShapeType S>
+Tensor<T, S> random_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S> t(d);
+  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = T(mean + stddev * random::standard_normal(seed, i));
+  return t;
+}
+
+/// @brief tf.random.truncated_normal: normal values, redrawn where more than two standard
+/// deviations from the mean.
+template <DType T, ShapeType S>
+Tensor<T, S> truncated_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S> t(d);
+  const std::uint64_t stride = std::uint64_t(1) << 40;  // redraws use counters far past the first draws
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    double z = random::standard_normal(seed, i);
+    for (std::uint64_t k = 1; std::abs(z) > 2.0; ++k) z = random::standard_normal(seed, i + k * stride);
+    t.data()[i] = T(mean + stddev * z);
+  }
+  return t;
+}
+
+}  // namespace ctflow
