@@ -45,7 +45,7 @@ struct float16 {
     if (a < 0x38800000u) {                                                // subnormal or zero
       if (a < 0x33000000u) return std::uint16_t(sign);
       const std::uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-      const int shift = 126 - int(a >> 23) + 14;                          // 14..24
+      const int shift = 126 - int(a >> 23);                               // 14..24
       const std::uint32_t r = mant >> shift;
       const std::uint32_t rem = mant & ((1u << shift) - 1u);
       const std::uint32_t half = 1u << (shift - 1);

@@ -63,16 +63,12 @@ template <auto F> constexpr auto fixed_string_of() {
 /// 'ctflow::detail::static_error<...{"<message>"}>'", the message inside the error line.
 template <fixed_string Message> struct static_error;
 
-template <fixed_string Message> constexpr bool report() {
-  return sizeof(static_error<Message>) > 0;
-}
-
 }  // namespace detail
 }  // namespace ctflow
 
-/// Checks a compile-time rule; on failure the compiler's error line carries MESSAGE (a
-/// detail::fixed_string built at compile time). Used inside `if constexpr` branches of op builders.
-#define CTFLOW_STATIC_CHECK(COND, ...)                                         \
-  do {                                                                         \
-    if constexpr (!(COND)) static_assert(::ctflow::detail::report<__VA_ARGS__>()); \
+/// Checks a compile-time rule; on failure the compiler's one error line carries the message (a
+/// detail::fixed_string built at compile time from the shapes and dtypes involved).
+#define CTFLOW_STATIC_CHECK(COND, ...)                                                   \
+  do {                                                                                   \
+    if constexpr (!(COND)) (void)sizeof(::ctflow::detail::static_error<__VA_ARGS__>);    \
   } while (0)

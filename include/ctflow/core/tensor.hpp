@@ -19,27 +19,28 @@ namespace ctflow {
 
 namespace detail {
 
+template <class S, class ES> constexpr bool same_extents() {
+  if constexpr (S::rank != ES::rank) return false;
+  else {
+    for (int i = 0; i < S::rank; ++i) {
+      const auto a = S::extents[std::size_t(i)], b = ES::extents[std::size_t(i)];
+      if (a != b && a != dyn && b != dyn) return false;
+    }
+    return true;
+  }
+}
+template <class T, class S, class E> inline constexpr bool store_ok =
+    std::is_same_v<T, value_t<E>> && same_extents<S, shape_t<E>>();
+
 /// Rules for storing expression E into a tensor of dtype T and shape S.
-template <class T, class S, class E> consteval bool check_store(const char* op) {
-  (void)op;
+template <class T, class S, class E> constexpr bool check_store() {
   if constexpr (!std::is_same_v<T, value_t<E>>) {
     CTFLOW_STATIC_CHECK(false, concat(fixed_string("ctflow::Tensor: dtypes differ: "), fixed_string_of<dtype_name<T>>(),
                                       fixed_string(" vs "), fixed_string_of<dtype_name<value_t<E>>>(),
-                                      fixed_string("; convert with ctflow::cast<"), fixed_string_of<dtype_name<T>>(),
-                                      fixed_string(">")));
+                                      fixed_string("; convert with ctflow::cast")));
     return false;
   } else {
-    constexpr bool same_rank = S::rank == shape_t<E>::rank;
-    constexpr bool ok = [] {
-      if constexpr (!same_rank) return false;
-      else {
-        for (int i = 0; i < S::rank; ++i) {
-          const auto a = S::extents[std::size_t(i)], b = shape_t<E>::extents[std::size_t(i)];
-          if (a != b && a != dyn && b != dyn) return false;
-        }
-        return true;
-      }
-    }();
+    constexpr bool ok = same_extents<S, shape_t<E>>();
     CTFLOW_STATIC_CHECK(ok, concat(fixed_string("ctflow::Tensor: shapes differ: "), shape_string_v<S>,
                                    fixed_string(" x "), shape_string_v<shape_t<E>>));
     return ok;
@@ -111,7 +112,8 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   /// @brief Evaluates an expression (dtype must be T; extents must fit S).
   template <Expression E> requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
   Tensor(const E& e) {
-    if constexpr (detail::check_store<T, S, E>("ctflow::Tensor")) {
+    detail::check_store<T, S, E>();
+    if constexpr (detail::store_ok<T, S, E>) {
       dims_ = checked(e.dims());
       buf_ = detail::buffer<T>(product(dims_), false);
       backend::cpu::assign(buf_.data(), dims_, e);
@@ -130,7 +132,8 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   /// already have them. Reading this tensor inside e is safe.
   template <Expression E> requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
   Tensor& operator=(const E& e) {
-    if constexpr (detail::check_store<T, S, E>("ctflow::Tensor")) {
+    detail::check_store<T, S, E>();
+    if constexpr (detail::store_ok<T, S, E>) {
       const auto d = checked(e.dims());
       const void* b = buf_.data();
       if (d != dims_ || detail::unsafe_alias(e, b, static_cast<const void*>(buf_.data() + buf_.size()), dims_)) {
@@ -234,7 +237,8 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
   /// @brief Writes e into the viewed memory (extents must be equal).
   template <Expression E> requires(!std::is_const_v<T>)
   TensorView& operator=(const E& e) {
-    if constexpr (detail::check_store<value_type, S, E>("ctflow::TensorView")) {
+    detail::check_store<value_type, S, E>();
+    if constexpr (detail::store_ok<value_type, S, E>) {
       if (e.dims() != dims_) throw_shape_error("ctflow::TensorView", "shapes differ", dims_, e.dims());
       const bool contiguous = strides_ == row_major_strides(dims_);
       const void* b = p_;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <sys/mman.h>
+#include <utility>
 
 namespace ctflow::detail {
 

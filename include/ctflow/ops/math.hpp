@@ -20,14 +20,14 @@ namespace detail {
 template <class T> using keep_dtype = T;
 template <class T> using to_bool = bool;
 
-template <class E, fixed_string Op> consteval bool require_floating() {
+template <class E, fixed_string Op> constexpr bool require_floating() {
   CTFLOW_STATIC_CHECK(is_floating_v<value_t<E>>,
                       concat(Op, fixed_string(": needs a floating dtype, got "), fixed_string_of<dtype_name<value_t<E>>>(),
                              fixed_string("; convert with ctflow::cast<float>")));
   return is_floating_v<value_t<E>>;
 }
 
-template <class L, class R, fixed_string Op> consteval bool check_binary() {
+template <class L, class R, fixed_string Op> constexpr bool check_binary() {
   constexpr bool same = std::is_same_v<value_t<L>, value_t<R>>;
   CTFLOW_STATIC_CHECK(same, concat(Op, fixed_string(": dtypes differ: "), fixed_string_of<dtype_name<value_t<L>>>(),
                                    fixed_string(" vs "), fixed_string_of<dtype_name<value_t<R>>>(),

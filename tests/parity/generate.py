@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Writes the PyTorch reference data the parity tests compare ctflow against.
+
+Run with Debian's python3-torch: /usr/bin/python3 tests/parity/generate.py
+Each line of data/reference.txt: name, then 'x' values, then the expected 'y' values, all in
+float64 text. Shapes are fixed by the test that reads the line.
+"""
+import os
+import torch
+
+torch.manual_seed(0)
+x = torch.linspace(-3.0, 3.0, 61, dtype=torch.float64)
+pos = torch.linspace(0.05, 4.0, 40, dtype=torch.float64)
+rounding = torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49, -0.51], dtype=torch.float64)
+
+cases = {
+    "exp": (x, torch.exp(x)),
+    "log": (pos, torch.log(pos)),
+    "log1p": (pos, torch.log1p(pos)),
+    "expm1": (x, torch.expm1(x)),
+    "sqrt": (pos, torch.sqrt(pos)),
+    "rsqrt": (pos, torch.rsqrt(pos)),
+    "sin": (x, torch.sin(x)),
+    "cos": (x, torch.cos(x)),
+    "tanh": (x, torch.tanh(x)),
+    "sigmoid": (x, torch.sigmoid(x)),
+    "relu": (x, torch.relu(x)),
+    "relu6": (x * 3, torch.nn.functional.relu6(x * 3)),
+    "leaky_relu": (x, torch.nn.functional.leaky_relu(x, 0.2)),
+    "elu": (x, torch.nn.functional.elu(x)),
+    "selu": (x, torch.selu(x)),
+    "gelu": (x, torch.nn.functional.gelu(x)),
+    "softplus": (x, torch.nn.functional.softplus(x)),
+    "softsign": (x, torch.nn.functional.softsign(x)),
+    "swish": (x, torch.nn.functional.silu(x)),
+    "abs": (x, torch.abs(x)),
+    "sign": (x, torch.sign(x)),
+    "square": (x, torch.square(x)),
+    "floor": (x * 1.3, torch.floor(x * 1.3)),
+    "ceil": (x * 1.3, torch.ceil(x * 1.3)),
+    "round": (rounding, torch.round(rounding)),
+}
+
+a = torch.randn(6, 5, dtype=torch.float64)
+b = torch.randn(5, 7, dtype=torch.float64)
+m = torch.randn(4, 6, dtype=torch.float64)
+cases["matmul"] = (torch.cat([a.flatten(), b.flatten()]), (a @ b).flatten())
+cases["reduce_sum_1"] = (m.flatten(), m.sum(1))
+cases["reduce_mean_0"] = (m.flatten(), m.mean(0))
+cases["reduce_max_1"] = (m.flatten(), m.amax(1))
+cases["reduce_prod_0"] = (m.flatten(), m.prod(0))
+cases["cumsum_1"] = (m.flatten(), m.cumsum(1).flatten())
+cases["argmax_1"] = (m.flatten(), m.argmax(1).to(torch.float64))
+cases["softmax_1"] = (m.flatten(), torch.softmax(m, 1).flatten())
+
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reference.txt")
+with open(out + ".tmp", "w") as f:
+    for name, (inp, ref) in cases.items():
+        f.write(f"{name} x {' '.join(repr(float(v)) for v in inp)} y {' '.join(repr(float(v)) for v in ref)}\n")
+os.replace(out + ".tmp", out)

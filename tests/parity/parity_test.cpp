@@ -1,0 +1,123 @@
+// Parity with PyTorch on committed reference data (tests/parity/generate.py writes it).
+#include <catch2/catch.hpp>
+
+#include <ctflow/ctflow.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ctflow;
+
+namespace {
+
+struct reference {
+  std::vector<double> x, y;
+};
+
+const std::map<std::string, reference>& data() {
+  static const std::map<std::string, reference> cases = [] {
+    std::map<std::string, reference> m;
+    std::ifstream in(std::string(CTFLOW_PARITY_DIR) + "/reference.txt");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream ls(line);
+      std::string name, tok;
+      ls >> name >> tok;
+      reference r;
+      std::vector<double>* into = &r.x;
+      while (ls >> tok) {
+        if (tok == "y") { into = &r.y; continue; }
+        into->push_back(std::stod(tok));
+      }
+      m[name] = r;
+    }
+    return m;
+  }();
+  return cases;
+}
+
+const reference& get(const std::string& name) {
+  const auto it = data().find(name);
+  REQUIRE(it != data().end());
+  return it->second;
+}
+
+Tensor<double, Shape<dyn>> vec(const std::vector<double>& v) {
+  Tensor<double, Shape<dyn>> t({v.size()});
+  std::copy(v.begin(), v.end(), t.begin());
+  return t;
+}
+
+template <class T> void compare(const T& got, const std::vector<double>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) REQUIRE(double(got.data()[i]) == Approx(want[i]).epsilon(tol).margin(tol));
+}
+
+template <class F> void unary(const std::string& name, F f) {
+  INFO(name);
+  const auto& r = get(name);
+  auto x = vec(r.x);
+  Tensor<double, Shape<dyn>> y = f(x);
+  compare(y, r.y, 1e-12);
+  Tensor<float, Shape<dyn>> xf = cast<float>(x);
+  Tensor<float, Shape<dyn>> yf = f(xf);
+  compare(yf, r.y, 3e-6);
+}
+
+}  // namespace
+
+TEST_CASE("element-wise functions match PyTorch in float64 and float32") {
+  REQUIRE(data().size() >= 30);
+  unary("exp", [](auto& v) { return exp(v); });
+  unary("log", [](auto& v) { return log(v); });
+  unary("log1p", [](auto& v) { return log1p(v); });
+  unary("expm1", [](auto& v) { return expm1(v); });
+  unary("sqrt", [](auto& v) { return sqrt(v); });
+  unary("rsqrt", [](auto& v) { return rsqrt(v); });
+  unary("sin", [](auto& v) { return sin(v); });
+  unary("cos", [](auto& v) { return cos(v); });
+  unary("tanh", [](auto& v) { return tanh(v); });
+  unary("sigmoid", [](auto& v) { return sigmoid(v); });
+  unary("relu", [](auto& v) { return relu(v); });
+  unary("relu6", [](auto& v) { return relu6(v); });
+  unary("leaky_relu", [](auto& v) { return leaky_relu(v); });
+  unary("elu", [](auto& v) { return elu(v); });
+  unary("selu", [](auto& v) { return selu(v); });
+  unary("gelu", [](auto& v) { return gelu(v); });
+  unary("softplus", [](auto& v) { return softplus(v); });
+  unary("softsign", [](auto& v) { return softsign(v); });
+  unary("swish", [](auto& v) { return swish(v); });
+  unary("abs", [](auto& v) { return abs(v); });
+  unary("sign", [](auto& v) { return sign(v); });
+  unary("square", [](auto& v) { return square(v); });
+  unary("floor", [](auto& v) { return floor(v); });
+  unary("ceil", [](auto& v) { return ceil(v); });
+  unary("round", [](auto& v) { return round(v); });
+}
+
+TEST_CASE("matmul, reductions, cumsum, argmax and a softmax written with ops match PyTorch") {
+  const auto& mm = get("matmul");
+  Tensor<double, Shape<6, 5>> a;
+  Tensor<double, Shape<5, 7>> b;
+  std::copy(mm.x.begin(), mm.x.begin() + 30, a.begin());
+  std::copy(mm.x.begin() + 30, mm.x.end(), b.begin());
+  compare(eval(matmul(a, b)), mm.y, 1e-12);
+  Tensor<float, Shape<6, 7>> cf = matmul(cast<float>(a), cast<float>(b));
+  compare(cf, mm.y, 2e-5);
+
+  Tensor<double, Shape<4, 6>> m;
+  const auto& rs = get("reduce_sum_1");
+  std::copy(rs.x.begin(), rs.x.end(), m.begin());
+  compare(eval(reduce_sum<1>(m)), rs.y, 1e-12);
+  compare(eval(reduce_mean<0>(m)), get("reduce_mean_0").y, 1e-12);
+  compare(eval(reduce_max<1>(m)), get("reduce_max_1").y, 1e-12);
+  compare(eval(reduce_prod<0>(m)), get("reduce_prod_0").y, 1e-12);
+  compare(eval(cumsum<1>(m)), get("cumsum_1").y, 1e-12);
+  compare(eval(cast<double>(argmax<1>(m))), get("argmax_1").y, 0);
+  auto shifted = m - reduce_max<1>(m, keepdims);
+  Tensor<double, Shape<4, 6>> e = exp(shifted);
+  compare(eval(e / reduce_sum<1>(e, keepdims)), get("softmax_1").y, 1e-12);
+}

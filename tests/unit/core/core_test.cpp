@@ -1,0 +1,150 @@
+// Tensors, shapes, dtypes, views, variables, printing, fills and random values.
+#include <catch2/catch.hpp>
+
+#include <ctflow/ctflow.hpp>
+
+#include <cstdint>
+#include <sstream>
+
+using namespace ctflow;
+
+TEST_CASE("static tensors are zero-filled, aligned and row-major") {
+  Tensor<float, Shape<2, 3>> t;
+  REQUIRE(t.size() == 6);
+  REQUIRE(t.dims() == dims_t<2>{2, 3});
+  REQUIRE(reinterpret_cast<std::uintptr_t>(t.data()) % 64 == 0);
+  for (float v : t) REQUIRE(v == 0.f);
+  t(1, 2) = 5.f;
+  REQUIRE(t.data()[5] == 5.f);
+  REQUIRE(t.strides() == std::array<std::ptrdiff_t, 2>{3, 1});
+}
+
+TEST_CASE("dyn extents are given at construction and checked against static ones") {
+  Tensor<float, Shape<dyn, 3>> x({5, 3});
+  REQUIRE(x.dims() == dims_t<2>{5, 3});
+  REQUIRE_THROWS_AS((Tensor<float, Shape<dyn, 3>>({5, 4})), shape_error);
+  REQUIRE_THROWS_WITH((Tensor<float, Shape<dyn, 3>>({5, 4})), "ctflow::Tensor: shapes differ: [?,3] x [5,4]");
+}
+
+TEST_CASE("at() checks indices") {
+  Tensor<int32_t, Shape<2, 2>> t;
+  t.at(1, 1) = 7;
+  REQUIRE(t(1, 1) == 7);
+  REQUIRE_THROWS_AS(t.at(2, 0), value_error);
+  REQUIRE_THROWS_AS(t.at(0, -1), value_error);
+}
+
+TEST_CASE("a dyn tensor takes the extents of what is assigned") {
+  Tensor<float, Shape<dyn>> x;
+  REQUIRE(x.size() == 0);
+  Tensor<float, Shape<4>> a = fill<float, Shape<4>>(2.f);
+  x = a * 3.f;
+  REQUIRE(x.size() == 4);
+  REQUIRE(x(3) == 6.f);
+}
+
+TEST_CASE("bfloat16 and float16 round to nearest even and compute in float") {
+  REQUIRE(float(bfloat16(1.0f)) == 1.0f);
+  REQUIRE(bfloat16(1.00390625f).bits == 0x3f80);  // halfway, rounds to even
+  REQUIRE(bfloat16(1.01171875f).bits == 0x3f82);
+  REQUIRE(float(float16(65504.f)) == 65504.f);
+  REQUIRE(float16(1e6f).bits == 0x7c00);           // overflow to inf
+  REQUIRE(float(float16(5.9604645e-8f)) == 5.9604645e-8f);  // smallest subnormal
+  REQUIRE(float16(0.1f).bits == 0x2e66);
+  Tensor<bfloat16, Shape<3>> b;
+  b(0) = 1.5f; b(1) = -2.f; b(2) = 3.f;
+  Tensor<bfloat16, Shape<3>> c = b * b + 1.f;
+  REQUIRE(float(c(0)) == 3.25f);
+  REQUIRE(float(c(1)) == 5.f);
+  REQUIRE(float(c(2)) == 10.f);
+  REQUIRE(std::string(dtype_name<float16>()) == "float16");
+}
+
+TEST_CASE("views read and write user memory without copying") {
+  float mem[6] = {1, 2, 3, 4, 5, 6};
+  TensorView<float, Shape<dyn, 3>> v(mem, {2, 3});
+  v = v * 2.f;
+  REQUIRE(mem[5] == 12.f);
+  TensorView<const float, Shape<2, 3>> cv(mem);
+  Tensor<float, Shape<3, 2>> t = transpose(cv);
+  REQUIRE(t(2, 1) == 12.f);
+  // A strided view (every second element) is written in place.
+  float wide[6] = {0, 0, 0, 0, 0, 0};
+  TensorView<float, Shape<3>> every_other(wide, {3}, {2});
+  every_other = fill<float, Shape<3>>(1.f);
+  REQUIRE(wide[0] == 1.f);
+  REQUIRE(wide[1] == 0.f);
+  REQUIRE(wide[4] == 1.f);
+}
+
+TEST_CASE("assigning an expression that reads the destination through a view is safe") {
+  Tensor<float, Shape<2, 2>> a;
+  a(0, 1) = 1.f;
+  a(1, 0) = 2.f;
+  a = transpose(a);
+  REQUIRE(a(0, 1) == 2.f);
+  REQUIRE(a(1, 0) == 1.f);
+  a = matmul(a, a);
+  REQUIRE(a(0, 0) == 2.f);
+}
+
+TEST_CASE("variables carry a name and update in place") {
+  Variable<float, Shape<2>> w(ones<float, Shape<2>>(), "dense/kernel");
+  REQUIRE(w.name() == "dense/kernel");
+  REQUIRE(w.trainable());
+  w.assign_sub(w * 0.5f);
+  REQUIRE(w(0) == 0.5f);
+  w.assign_add(fill<float, Shape<2>>(1.f));
+  REQUIRE(w(1) == 1.5f);
+}
+
+TEST_CASE("printing follows TensorFlow's str()") {
+  Tensor<int32_t, Shape<2, 2>> t;
+  t(0, 0) = 1; t(0, 1) = 2; t(1, 0) = 3; t(1, 1) = 4;
+  std::ostringstream os;
+  os << t;
+  REQUIRE(os.str() == "ctflow.Tensor(\n[[1 2]\n [3 4]], shape=(2, 2), dtype=int32)");
+  std::ostringstream big;
+  big << range<float>(2000.f);
+  REQUIRE(big.str() == "ctflow.Tensor([0. 1. 2. ... 1997. 1998. 1999.], shape=(2000,), dtype=float32)");
+}
+
+TEST_CASE("range and fills") {
+  auto r = range<int32_t>(3, 10, 3);
+  REQUIRE(r.size() == 3);
+  REQUIRE(r(2) == 9);
+  REQUIRE(range<float>(5.f, 0.f, -2.f).size() == 3);
+  REQUIRE_THROWS_AS(range<int32_t>(0, 5, 0), value_error);
+  auto z = zeros<double, Shape<dyn, 2>>({3, 2});
+  REQUIRE(z.size() == 6);
+}
+
+TEST_CASE("random values are seeded, deterministic and have the right moments") {
+  auto a = random_uniform<float, Shape<10000>>(42, -1.0, 1.0);
+  auto b = random_uniform<float, Shape<10000>>(42, -1.0, 1.0);
+  auto c = random_uniform<float, Shape<10000>>(43, -1.0, 1.0);
+  REQUIRE(std::equal(a.begin(), a.end(), b.begin()));
+  REQUIRE(!std::equal(a.begin(), a.end(), c.begin()));
+  for (float v : a) REQUIRE((v >= -1.f && v < 1.f));
+  Tensor<float, Shape<>> mean = reduce_mean(a);
+  REQUIRE(std::abs(mean()) < 0.03f);
+  auto n = random_normal<double, Shape<20000>>(7, 1.0, 2.0);
+  Tensor<double, Shape<>> m = reduce_mean(n), var = reduce_mean(square(n - 1.0));
+  REQUIRE(m() == Approx(1.0).margin(0.05));
+  REQUIRE(var() == Approx(4.0).epsilon(0.05));
+  auto t = truncated_normal<float, Shape<5000>>(3, 0.0, 1.0);
+  for (float v : t) REQUIRE(std::abs(v) <= 2.f);
+}
+
+TEST_CASE("thread count does not change results") {
+  auto x = random_normal<float, Shape<300000>>(1);
+  config::set_num_threads(1);
+  Tensor<float, Shape<>> s1 = reduce_sum(x);
+  Tensor<float, Shape<300000>> e1 = exp(x) * 0.5f + x;
+  config::set_num_threads(2);
+  Tensor<float, Shape<>> s2 = reduce_sum(x);
+  Tensor<float, Shape<300000>> e2 = exp(x) * 0.5f + x;
+  REQUIRE(s1() == s2());
+  REQUIRE(std::equal(e1.begin(), e1.end(), e2.begin()));
+  REQUIRE(config::get_num_threads() == 2);
+}

@@ -1,0 +1,160 @@
+// Element-wise ops: broadcasting, scalars, where, cast, math functions across dtypes.
+#include <catch2/catch.hpp>
+
+#include <ctflow/ctflow.hpp>
+
+#include <cmath>
+
+using namespace ctflow;
+
+namespace {
+template <class T, class S> Tensor<T, S> iota(T start = T(0), T step = T(1)) {
+  Tensor<T, S> t;
+  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = T(start + T(i) * step);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("broadcasting follows NumPy's rules") {
+  auto a = iota<float, Shape<2, 1, 3>>();
+  auto b = iota<float, Shape<4, 1>>(10.f, 10.f);
+  Tensor<float, Shape<2, 4, 3>> c = a + b;
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 4; ++j)
+      for (std::size_t k = 0; k < 3; ++k) REQUIRE(c(i, j, k) == a(i, 0, k) + b(j, 0));
+  // Rank 0 with anything, and size-1 against size-1.
+  Tensor<float, Shape<>> s;
+  s() = 2.f;
+  Tensor<float, Shape<4, 1>> d = b * s;
+  REQUIRE(d(3, 0) == 80.f);
+  Tensor<float, Shape<1, 1>> one = fill<float, Shape<1, 1>>(3.f) + fill<float, Shape<1>>(1.f);
+  REQUIRE(one(0, 0) == 4.f);
+}
+
+TEST_CASE("dyn extents broadcast at run time and mismatches throw the static message") {
+  Tensor<float, Shape<dyn, 3>> x({4, 3});
+  Tensor<float, Shape<dyn, 1>> y({4, 1});
+  for (std::size_t i = 0; i < 4; ++i) y(i, 0) = float(i);
+  Tensor<float, Shape<dyn, 3>> z = x + y;
+  REQUIRE(z(3, 2) == 3.f);
+  Tensor<float, Shape<dyn, 3>> w({5, 3});
+  REQUIRE_THROWS_WITH((Tensor<float, Shape<dyn, 3>>(x + w)), "ctflow::add: shapes cannot be broadcast: [4,3] x [5,3]");
+}
+
+TEST_CASE("a fused expression over large tensors matches the element formula") {
+  auto a = random_normal<float, Shape<100003>>(1), b = random_normal<float, Shape<100003>>(2), c = random_normal<float, Shape<100003>>(3);
+  Tensor<float, Shape<100003>> r = a + 0.5f * b * sigmoid(c);
+  for (std::size_t i = 0; i < r.size(); i += 97)
+    REQUIRE(r(i) == Approx(a(i) + 0.5f * b(i) / (1.f + std::exp(-c(i)))).epsilon(1e-5));
+  REQUIRE(r(100002) == Approx(a(100002) + 0.5f * b(100002) / (1.f + std::exp(-c(100002)))).epsilon(1e-5));
+}
+
+TEST_CASE("numbers adopt the tensor's dtype") {
+  auto i = iota<int32_t, Shape<4>>();
+  Tensor<int32_t, Shape<4>> j = i * 3 + 1;
+  REQUIRE(j(3) == 10);
+  Tensor<int32_t, Shape<4>> k = j / 2;  // truncating integer division
+  REQUIRE(k(3) == 5);
+  REQUIRE_THROWS_AS((Tensor<int32_t, Shape<4>>(j / i)), value_error);  // i(0) == 0
+  auto u = iota<uint8_t, Shape<3>>(uint8_t(250), uint8_t(2));
+  Tensor<uint8_t, Shape<3>> v = u + 10;  // wraps as uint8 does
+  REQUIRE(v(0) == 4);
+}
+
+TEST_CASE("comparisons give bool tensors and where selects") {
+  auto x = iota<float, Shape<8>>(-4.f);
+  Tensor<bool, Shape<8>> pos = x > 0.f;
+  REQUIRE(!pos(4));
+  REQUIRE(pos(5));
+  Tensor<float, Shape<8>> r = where(x > 0.f, x, 0.f);
+  REQUIRE(r(0) == 0.f);
+  REQUIRE(r(7) == 3.f);
+  Tensor<bool, Shape<8>> both = logical_and(x > -2.f, x < 2.f);
+  REQUIRE(both(3));
+  REQUIRE(!both(1));
+  Tensor<bool, Shape<8>> neither = logical_not(logical_or(equal(x, 0.f), not_equal(x, x)));
+  REQUIRE(!neither(4));
+  REQUIRE(neither(0));
+  // where with a vectorised mask over a long tensor
+  auto big = random_normal<double, Shape<1000>>(5);
+  Tensor<double, Shape<1000>> rl = where(big >= 0.0, big, big * 0.1);
+  for (std::size_t i = 0; i < 1000; ++i) REQUIRE(rl(i) == (big(i) >= 0 ? big(i) : big(i) * 0.1));
+}
+
+TEST_CASE("cast truncates toward zero, saturates and maps to bool") {
+  Tensor<float, Shape<5>> f;
+  f(0) = 1.7f; f(1) = -1.7f; f(2) = 1e20f; f(3) = std::nanf(""); f(4) = 0.f;
+  Tensor<int32_t, Shape<5>> i = cast<int32_t>(f);
+  REQUIRE(i(0) == 1);
+  REQUIRE(i(1) == -1);
+  REQUIRE(i(2) == 2147483647);
+  REQUIRE(i(3) == 0);
+  Tensor<bool, Shape<5>> b = cast<bool>(f);
+  REQUIRE(b(0));
+  REQUIRE(!b(4));
+  Tensor<double, Shape<5>> d = cast<double>(i);
+  REQUIRE(d(1) == -1.0);
+  Tensor<float16, Shape<5>> h = cast<float16>(f);
+  REQUIRE(float(h(0)) == Approx(1.7f).epsilon(1e-3));
+}
+
+TEST_CASE("math functions match the standard library in float and double") {
+  auto x = iota<double, Shape<41>>(-2.0, 0.1);
+  auto xf = cast<float>(x);
+  auto check = [&](auto ctf, auto ref, double lo = -1e300) {
+    Tensor<double, Shape<41>> r = ctf(x);
+    Tensor<float, Shape<41>> rf = ctf(eval(xf));
+    for (std::size_t i = 0; i < 41; ++i) {
+      if (x(i) <= lo) continue;
+      REQUIRE(r(i) == Approx(ref(x(i))).epsilon(1e-12).margin(1e-12));
+      REQUIRE(rf(i) == Approx(ref(x(i))).epsilon(2e-6).margin(2e-6));
+    }
+  };
+  check([](auto&& v) { return exp(v); }, [](double v) { return std::exp(v); });
+  check([](auto&& v) { return log(v); }, [](double v) { return std::log(v); }, 0.05);
+  check([](auto&& v) { return log1p(v); }, [](double v) { return std::log1p(v); }, -0.95);
+  check([](auto&& v) { return expm1(v); }, [](double v) { return std::expm1(v); });
+  check([](auto&& v) { return sqrt(v); }, [](double v) { return std::sqrt(v); }, 0.05);
+  check([](auto&& v) { return rsqrt(v); }, [](double v) { return 1 / std::sqrt(v); }, 0.05);
+  check([](auto&& v) { return sin(v); }, [](double v) { return std::sin(v); });
+  check([](auto&& v) { return cos(v); }, [](double v) { return std::cos(v); });
+  check([](auto&& v) { return tanh(v); }, [](double v) { return std::tanh(v); });
+  check([](auto&& v) { return sigmoid(v); }, [](double v) { return 1 / (1 + std::exp(-v)); });
+  check([](auto&& v) { return softplus(v); }, [](double v) { return std::log1p(std::exp(v)); });
+  check([](auto&& v) { return softsign(v); }, [](double v) { return v / (1 + std::abs(v)); });
+  check([](auto&& v) { return swish(v); }, [](double v) { return v / (1 + std::exp(-v)); });
+  check([](auto&& v) { return elu(v); }, [](double v) { return v > 0 ? v : std::expm1(v); });
+  check([](auto&& v) { return selu(v); }, [](double v) { return 1.0507009873554805 * (v > 0 ? v : 1.6732632423543772 * std::expm1(v)); });
+  check([](auto&& v) { return gelu(v); }, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); });
+  check([](auto&& v) { return relu(v); }, [](double v) { return v > 0 ? v : 0; });
+  check([](auto&& v) { return relu6(v * 4.0); }, [](double v) { return std::min(std::max(4 * v, 0.0), 6.0); });
+  check([](auto&& v) { return leaky_relu(v); }, [](double v) { return v > 0 ? v : 0.2 * v; });
+  check([](auto&& v) { return abs(v); }, [](double v) { return std::abs(v); });
+  check([](auto&& v) { return square(v); }, [](double v) { return v * v; });
+  check([](auto&& v) { return floor(v); }, [](double v) { return std::floor(v); });
+  check([](auto&& v) { return ceil(v); }, [](double v) { return std::ceil(v); });
+  check([](auto&& v) { return pow(v, 3.0); }, [](double v) { return v * v * v; }, 0.0);
+  check([](auto&& v) { return maximum(v, 0.5); }, [](double v) { return std::max(v, 0.5); });
+  check([](auto&& v) { return minimum(v, 0.5); }, [](double v) { return std::min(v, 0.5); });
+  check([](auto&& v) { return clip_by_value(v, -1.0, 1.0); }, [](double v) { return std::clamp(v, -1.0, 1.0); });
+  check([](auto&& v) { return -v; }, [](double v) { return -v; });
+}
+
+TEST_CASE("round is half to even and sign keeps zero") {
+  Tensor<float, Shape<6>> x;
+  x(0) = 0.5f; x(1) = 1.5f; x(2) = 2.5f; x(3) = -0.5f; x(4) = -2.7f; x(5) = 0.f;
+  Tensor<float, Shape<6>> r = round(x), s = sign(x);
+  REQUIRE(r(0) == 0.f);
+  REQUIRE(r(1) == 2.f);
+  REQUIRE(r(2) == 2.f);
+  REQUIRE(r(3) == 0.f);
+  REQUIRE(r(4) == -3.f);
+  REQUIRE(s(4) == -1.f);
+  REQUIRE(s(5) == 0.f);
+  Tensor<int64_t, Shape<3>> p = pow(iota<int64_t, Shape<3>>(2), int64_t(3));
+  REQUIRE(p(2) == 64);
+  Tensor<int16_t, Shape<3>> ab = abs(iota<int16_t, Shape<3>>(-1));
+  REQUIRE(ab(0) == 1);
+  Tensor<int8_t, Shape<3>> neg = -iota<int8_t, Shape<3>>(1);
+  REQUIRE(neg(2) == -3);
+}

@@ -1,0 +1,146 @@
+// Reductions, argmax/argmin, cumsum, matmul.
+#include <catch2/catch.hpp>
+
+#include <ctflow/ctflow.hpp>
+
+#include <vector>
+
+using namespace ctflow;
+
+TEST_CASE("reductions over every axis pattern match a naive loop") {
+  auto x = random_normal<double, Shape<3, 4, 5, 6>>(11);
+  auto naive = [&](std::array<bool, 4> red) {
+    std::vector<double> out(3 * 4 * 5 * 6, 0.0);
+    for (std::size_t a = 0; a < 3; ++a) for (std::size_t b = 0; b < 4; ++b) for (std::size_t c = 0; c < 5; ++c) for (std::size_t d = 0; d < 6; ++d) {
+      std::size_t idx[4] = {a, b, c, d}, o = 0;
+      const std::size_t ext[4] = {3, 4, 5, 6};
+      for (int k = 0; k < 4; ++k) if (!red[std::size_t(k)]) o = o * ext[k] + idx[k];
+      out[o] += x(a, b, c, d);
+    }
+    return out;
+  };
+  auto close = [](const auto& t, const std::vector<double>& ref) {
+    for (std::size_t i = 0; i < t.size(); ++i) REQUIRE(t.data()[i] == Approx(ref[i]).epsilon(1e-12));
+  };
+  close(eval(reduce_sum<0>(x)), naive({true, false, false, false}));
+  close(eval(reduce_sum<-1>(x)), naive({false, false, false, true}));
+  close(eval(reduce_sum<1, 2>(x)), naive({false, true, true, false}));
+  close(eval(reduce_sum<0, 2>(x)), naive({true, false, true, false}));
+  close(eval(reduce_sum<1, 3>(x)), naive({false, true, false, true}));
+  close(eval(reduce_sum(x)), naive({true, true, true, true}));
+  auto k = eval(reduce_sum<1>(x, keepdims));
+  REQUIRE(k.dims() == dims_t<4>{3, 1, 5, 6});
+}
+
+TEST_CASE("mean, max, min, prod, any, all and dtype rules") {
+  Tensor<float, Shape<2, 3>> x;
+  float v[] = {1, -2, 3, 4, 5, -6};
+  std::copy(v, v + 6, x.begin());
+  Tensor<float, Shape<2>> mx = reduce_max<1>(x), mn = reduce_min<1>(x), pr = reduce_prod<1>(x), me = reduce_mean<1>(x);
+  REQUIRE(mx(0) == 3.f);
+  REQUIRE(mn(1) == -6.f);
+  REQUIRE(pr(0) == -6.f);
+  REQUIRE(me(1) == 1.f);
+  Tensor<int32_t, Shape<3>> i;
+  i(0) = 1; i(1) = 2; i(2) = 4;
+  Tensor<int32_t, Shape<>> im = reduce_mean(i);
+  REQUIRE(im() == 2);  // integer mean truncates
+  Tensor<bool, Shape<2>> an = reduce_any<1>(x > 4.f), al = reduce_all<1>(x > -3.f);
+  REQUIRE(!an(0));
+  REQUIRE(an(1));
+  REQUIRE(al(0));
+  REQUIRE(!al(1));
+  Tensor<float, Shape<0>> empty;
+  Tensor<float, Shape<>> es = reduce_sum(empty), emax = reduce_max(empty);
+  REQUIRE(es() == 0.f);
+  REQUIRE(emax() == -std::numeric_limits<float>::infinity());
+}
+
+TEST_CASE("large reductions are exact enough and identical across calls") {
+  auto x = random_uniform<float, Shape<1000, 3000>>(9);
+  Tensor<float, Shape<1000>> rows = reduce_sum<1>(x);
+  Tensor<float, Shape<3000>> cols = reduce_sum<0>(x);
+  double r0 = 0, c7 = 0;
+  for (std::size_t j = 0; j < 3000; ++j) r0 += x(0, j);
+  for (std::size_t i = 0; i < 1000; ++i) c7 += x(i, 7);
+  REQUIRE(rows(0) == Approx(r0).epsilon(1e-5));
+  REQUIRE(cols(7) == Approx(c7).epsilon(1e-5));
+  Tensor<float, Shape<>> all1 = reduce_sum(x), all2 = reduce_sum(x);
+  REQUIRE(all1() == all2());
+  REQUIRE(all1() == Approx(1.5e6).epsilon(2e-3));
+}
+
+TEST_CASE("argmax, argmin and cumsum") {
+  Tensor<float, Shape<2, 4>> x;
+  float v[] = {1, 7, 7, 0, 5, -1, 2, -1};
+  std::copy(v, v + 8, x.begin());
+  Tensor<int64_t, Shape<2>> am = argmax<1>(x), an = argmin<-1>(x);
+  REQUIRE(am(0) == 1);  // first among ties
+  REQUIRE(an(1) == 1);
+  Tensor<int64_t, Shape<4>> a0 = argmax<0>(x);
+  REQUIRE(a0(0) == 1);
+  Tensor<float, Shape<2, 4>> c = cumsum<1>(x), ce = cumsum<1>(x, true), cr = cumsum<1>(x, false, true);
+  REQUIRE(c(0, 3) == 15.f);
+  REQUIRE(ce(0, 0) == 0.f);
+  REQUIRE(ce(0, 3) == 15.f);
+  REQUIRE(cr(1, 0) == 5.f);
+  REQUIRE(cr(1, 3) == -1.f);
+  Tensor<int32_t, Shape<1, 3>> ci = cumsum<1>(cast<int32_t>(slice<Shape<1, 3>>(x, {0, 0})) * 0 + 2);
+  REQUIRE(ci(0, 2) == 6);
+}
+
+TEST_CASE("matmul against a naive product, with transposes, batches and odd sizes") {
+  auto check = [](std::size_t m, std::size_t n, std::size_t k) {
+    auto a = random_normal<float, Shape<dyn, dyn>>(1, 0, 1, {m, k});
+    auto b = random_normal<float, Shape<dyn, dyn>>(2, 0, 1, {k, n});
+    Tensor<float, Shape<dyn, dyn>> c = matmul(a, b);
+    Tensor<float, Shape<dyn, dyn>> at = transpose(a), bt = transpose(b);
+    Tensor<float, Shape<dyn, dyn>> c2 = matmul(at, bt, transpose_a, transpose_b);
+    Tensor<float, Shape<dyn, dyn>> c3 = matmul(a, bt, transpose_b);
+    for (std::size_t i = 0; i < m; i += 1 + m / 7)
+      for (std::size_t j = 0; j < n; j += 1 + n / 7) {
+        double s = 0;
+        for (std::size_t p = 0; p < k; ++p) s += double(a(i, p)) * double(b(p, j));
+        REQUIRE(c(i, j) == Approx(s).margin(1e-3));
+        REQUIRE(c2(i, j) == Approx(s).margin(1e-3));
+        REQUIRE(c3(i, j) == Approx(s).margin(1e-3));
+      }
+  };
+  check(1, 1, 1);
+  check(1, 128, 784);
+  check(8, 10, 128);
+  check(16, 16, 16);
+  check(37, 45, 53);
+  check(200, 333, 129);
+  check(513, 67, 400);
+}
+
+TEST_CASE("batched matmul broadcasts batch extents") {
+  auto a = random_normal<double, Shape<3, 4, 5>>(1);
+  auto b = random_normal<double, Shape<5, 2>>(2);
+  Tensor<double, Shape<3, 4, 2>> c = matmul(a, b);
+  for (std::size_t q = 0; q < 3; ++q) {
+    double s = 0;
+    for (std::size_t p = 0; p < 5; ++p) s += a(q, 3, p) * b(p, 1);
+    REQUIRE(c(q, 3, 1) == Approx(s).epsilon(1e-12));
+  }
+  Tensor<int32_t, Shape<2, 2>> ia = fill<int32_t, Shape<2, 2>>(3);
+  Tensor<int32_t, Shape<2, 2>> ic = matmul(ia, ia);
+  REQUIRE(ic(1, 0) == 18);
+  Tensor<float, Shape<dyn, 3>> x({2, 3});
+  Tensor<float, Shape<4, 5>> w;
+  REQUIRE_THROWS_WITH(matmul(x, Tensor<float, Shape<dyn, 5>>({4, 5})), "ctflow::matmul: inner dimensions differ: [2,3] x [4,5]");
+  (void)w;
+}
+
+TEST_CASE("matmul fuses into element-wise expressions and results do not depend on threads") {
+  auto x = random_normal<float, Shape<64, 784>>(3);
+  auto w = random_normal<float, Shape<784, 256>>(4);
+  auto bias = random_normal<float, Shape<256>>(5);
+  config::set_num_threads(1);
+  Tensor<float, Shape<64, 256>> h1 = relu(matmul(x, w) + bias);
+  config::set_num_threads(2);
+  Tensor<float, Shape<64, 256>> h2 = relu(matmul(x, w) + bias);
+  REQUIRE(std::equal(h1.begin(), h1.end(), h2.begin()));
+  for (float v : h1) REQUIRE(v >= 0.f);
+}
