@@ -91,6 +91,19 @@ template <ShapeType S, Expression E> auto reshape(E&& e) {
   return ops::make_view<Out>(m, std::forward<E>(e));
 }
 
+/// @brief Reshape to S with every extent given at run time (for shapes with several `dyn`).
+template <ShapeType S, Expression E> auto reshape(E&& e, const dims_t<std::size_t(S::rank)>& dims) {
+  using In = shape_t<E>;
+  CTFLOW_STATIC_CHECK((!In::is_static || !S::is_static || In::static_size == S::static_size),
+                      detail::concat(detail::fixed_string("ctflow::reshape: sizes differ: "), shape_string_v<In>,
+                                     detail::fixed_string(" x "), shape_string_v<S>));
+  const auto d = e.dims();
+  if (product(dims) != product(d) || !matches_static<S>(dims)) throw_shape_error("ctflow::reshape", "sizes differ", d, dims);
+  ops::reshape_map<std::size_t(S::rank)> m;
+  m.out_dims = dims;
+  return ops::make_view<S>(m, std::forward<E>(e));
+}
+
 /// @brief tf.transpose with permutation Perm (none: reverse the axes).
 template <int... Perm, Expression E> auto transpose(E&& e) {
   using S = shape_t<E>;

@@ -7,6 +7,7 @@
 #include "../backend/cpu/gemm.hpp"
 #include "../core/tensor.hpp"
 #include "../expr/computed.hpp"
+#include "array.hpp"
 
 namespace ctflow {
 
@@ -129,6 +130,38 @@ template <Expression A, Expression B> auto matmul(A&& a, B&& b, transpose_b_t) {
 }
 template <Expression A, Expression B> auto matmul(A&& a, B&& b, transpose_a_t, transpose_b_t) {
   return ops::make_matmul<true, true>(std::forward<A>(a), std::forward<B>(b));
+}
+
+
+/// @brief tf.tensordot(a, b, axes=N): contracts the last N axes of a with the first N of b
+/// (N = 1 is matmul). The contracted extents must be static; the result's shape is a's leading
+/// axes followed by b's trailing ones.
+template <int N = 1, Expression A, Expression B> auto tensordot(A&& a, B&& b) {
+  using SA = shape_t<A>;
+  using SB = shape_t<B>;
+  constexpr int RA = SA::rank, RB = SB::rank;
+  static_assert(N >= 1 && N <= RA && N <= RB, "ctflow::tensordot: contract between 1 and rank axes");
+  static constexpr auto k = [] {
+    std::size_t p = 1;
+    for (int i = RA - N; i < RA; ++i) p = SA::extents[std::size_t(i)] == dyn ? dyn : p * SA::extents[std::size_t(i)];
+    return p;
+  }();
+  static_assert(k != dyn, "ctflow::tensordot: the contracted axes need static extents");
+  static constexpr auto out_ext = [] {
+    dims_t<std::size_t(RA + RB - 2 * N)> d{};
+    for (int i = 0; i < RA - N; ++i) d[std::size_t(i)] = SA::extents[std::size_t(i)];
+    for (int i = N; i < RB; ++i) d[std::size_t(RA + i - 2 * N)] = SB::extents[std::size_t(i)];
+    return d;
+  }();
+  const auto da = a.dims();
+  const auto db = b.dims();
+  for (int i = 0; i < N; ++i)
+    if (da[std::size_t(RA - N + i)] != db[std::size_t(i)]) throw_shape_error("ctflow::tensordot", "contracted dimensions differ", da, db);
+  dims_t<std::size_t(RA + RB - 2 * N)> out{};
+  for (int i = 0; i < RA - N; ++i) out[std::size_t(i)] = da[std::size_t(i)];
+  for (int i = N; i < RB; ++i) out[std::size_t(RA + i - 2 * N)] = db[std::size_t(i)];
+  auto product_2d = matmul(reshape<Shape<dyn, k>>(std::forward<A>(a)), reshape<Shape<k, dyn>>(std::forward<B>(b)));
+  return reshape<shape_of<out_ext>>(std::move(product_2d), out);
 }
 
 }  // namespace ctflow

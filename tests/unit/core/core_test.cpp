@@ -147,4 +147,10 @@ TEST_CASE("thread count does not change results") {
   REQUIRE(s1() == s2());
   REQUIRE(std::equal(e1.begin(), e1.end(), e2.begin()));
   REQUIRE(config::get_num_threads() == 2);
+  // Resizing the pool between parallel calls must not replay an earlier call.
+  for (int round = 0; round < 5; ++round) {
+    config::set_num_threads(2 - round % 2);
+    Tensor<float, Shape<>> s = reduce_sum(x);
+    REQUIRE(s() == s1());
+  }
 }

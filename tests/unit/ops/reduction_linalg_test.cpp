@@ -144,3 +144,20 @@ TEST_CASE("matmul fuses into element-wise expressions and results do not depend 
   REQUIRE(std::equal(h1.begin(), h1.end(), h2.begin()));
   for (float v : h1) REQUIRE(v >= 0.f);
 }
+
+TEST_CASE("tensordot contracts trailing axes of a with leading axes of b") {
+  auto a = random_normal<double, Shape<2, 3, 4>>(1);
+  auto b = random_normal<double, Shape<3, 4, 5>>(2);
+  Tensor<double, Shape<2, 5>> c = tensordot<2>(a, b);
+  auto w = random_normal<double, Shape<4, 5>>(3);
+  Tensor<double, Shape<2, 3, 5>> last = tensordot<1>(a, w);
+  double s = 0, o = 0;
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 4; ++j) s += a(1, i, j) * b(i, j, 4);
+  for (std::size_t j = 0; j < 4; ++j) o += a(1, 2, j) * w(j, 3);
+  REQUIRE(c(1, 4) == Approx(s).epsilon(1e-12));
+  REQUIRE(last(1, 2, 3) == Approx(o).epsilon(1e-12));
+  Tensor<double, Shape<dyn, 4>> x({2, 4});
+  Tensor<double, Shape<dyn, 5>> y({3, 5});
+  REQUIRE_THROWS_AS((tensordot<1>(x, y)), shape_error);
+}

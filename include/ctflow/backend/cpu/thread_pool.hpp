@@ -28,7 +28,10 @@ class thread_pool {
     stop();
     threads = std::max(threads, 1);
     quit_ = false;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+    tasks_ = 0;
+    // New workers wait for the next generation, never for a call that has already returned.
+    const unsigned now = generation_.load(std::memory_order_acquire);
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, now] { work(i, now); });
   }
 
   /// Runs fn(t) for t in [0, tasks) with tasks <= size(); the caller runs task 0. Rethrows the
@@ -60,8 +63,7 @@ class thread_pool {
     }
     in_task_ = false;
   }
-  void work(int id) {
-    unsigned seen = 0;
+  void work(int id, unsigned seen) {
     for (;;) {
       // Spin a little: most parallel loops follow each other closely.
       for (int spin = 0; spin < 20000 && generation_.load(std::memory_order_acquire) == seen && !quit_; ++spin)
