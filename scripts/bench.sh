@@ -8,20 +8,20 @@ cmake --build build --target benchmarks -j "$(nproc)"
 reps="--benchmark_repetitions=5 --benchmark_report_aggregates_only=true"
 
 echo "== GEMM (ctflow vs OpenBLAS at its best core type)"
-OPENBLAS_CORETYPE=SkylakeX ./build/bench/bench_gemm $reps --benchmark_filter="${GEMM_FILTER:-median}" 2>/dev/null \
+OPENBLAS_CORETYPE=SkylakeX ./build/bench/bench_gemm $reps --benchmark_filter="${GEMM_FILTER:-.}" 2>/dev/null \
   | grep median | tee /tmp/ctflow_gemm.txt
 
 echo "== element-wise and reductions (GB/s) against STREAM triad"
-./build/bench/bench_elementwise $reps 2>/dev/null | grep median | tee /tmp/ctflow_elementwise.txt
+./build/bench/bench_elementwise $reps ${EW_FILTER:+--benchmark_filter=$EW_FILTER} 2>/dev/null | grep median | tee /tmp/ctflow_elementwise.txt
 /usr/bin/python3 bench/peers/elementwise_torch.py 1 2 | tee /tmp/ctflow_torch.txt
 for t in 1 2; do
-  ours=$(awk -v t="fused3/$t/" 'index($1, t) == 1 { for (i = 1; i <= NF; ++i) if ($i ~ /GB\/s/) { v = $i; sub(/GB\/s.*/, "", v); sub(/.*=/, "", v); print v } }' /tmp/ctflow_elementwise.txt)
-  triad=$(awk -v t="triad/$t/" 'index($1, t) == 1 { for (i = 1; i <= NF; ++i) if ($i ~ /GB\/s/) { v = $i; sub(/GB\/s.*/, "", v); sub(/.*=/, "", v); print v } }' /tmp/ctflow_elementwise.txt)
+  ours=$(awk -v t="fused3/$t/" 'index($1, t) == 1 { for (i = 1; i <= NF; ++i) if ($i ~ /^GB\/s=/) { v = $i; sub(/^GB\/s=/, "", v); sub(/\/s$/, "", v); print v } }' /tmp/ctflow_elementwise.txt)
+  triad=$(awk -v t="triad/$t/" 'index($1, t) == 1 { for (i = 1; i <= NF; ++i) if ($i ~ /^GB\/s=/) { v = $i; sub(/^GB\/s=/, "", v); sub(/\/s$/, "", v); print v } }' /tmp/ctflow_elementwise.txt)
   torch=$(awk -v t="torch_fused3/$t" '$1 == t { print $2 }' /tmp/ctflow_torch.txt)
   echo "threads=$t fused3: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(echo "$ours / $triad" | bc -l | cut -c1-5), ctflow/torch $(echo "$ours / $torch" | bc -l | cut -c1-5)"
 done
 
 echo "== compile time"
 inc="-std=c++20 -O2 -march=native -Iinclude"
-/usr/bin/time -f "every op (examples + op tests), one TU: %e s, %M KiB" g++ $inc -c tests/unit/ops/elementwise_test.cpp -o /dev/null
-/usr/bin/time -f "matmul shape-mismatch error: %e s" g++ $inc -fsyntax-only -DCTFLOW_SHOULD_FAIL_TO_BUILD tests/compile_fail/matmul_inner.cpp 2>/dev/null || true
+/usr/bin/time -f "the element-wise op tests, one TU: %e s, %M KiB" g++ $inc -c tests/unit/ops/elementwise_test.cpp -o /dev/null
+/usr/bin/time -o /dev/stdout -f "matmul shape-mismatch error: %e s" g++ $inc -fsyntax-only -DCTFLOW_SHOULD_FAIL_TO_BUILD tests/compile_fail/matmul_inner.cpp 2>/dev/null || true

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libxsimd-dev libboost-dev catch2 libbenchmark-dev
   nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
-  libopenblas-dev python3-torch python3-numpy dataset-fashion-mnist
+  libopenblas-dev python3-torch python3-numpy dataset-fashion-mnist bc time
 )
 
 missing=()
