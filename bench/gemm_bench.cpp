@@ -20,31 +20,30 @@ void report(benchmark::State& s, double m, double n, double k) {
   s.counters["GFLOP/s"] = benchmark::Counter(2 * m * n * k, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
-void ctflow_sgemm(benchmark::State& s) {
+/// Times multiply(a, b, c) for c = a * b on uniform inputs of the benchmark's m, k, n.
+template <class Multiply> void sgemm(benchmark::State& s, Multiply multiply) {
   const std::size_t m = std::size_t(s.range(0)), k = std::size_t(s.range(1)), n = std::size_t(s.range(2));
   set_threads(int(s.range(3)));
   auto a = random_uniform<float, Shape<dyn, dyn>>(1, -1, 1, {m, k});
   auto b = random_uniform<float, Shape<dyn, dyn>>(2, -1, 1, {k, n});
   Tensor<float, Shape<dyn, dyn>> c({m, n});
   for (auto _ : s) {
-    c = matmul(a, b);
+    multiply(a, b, c);
     benchmark::DoNotOptimize(c.data());
   }
   report(s, double(m), double(n), double(k));
 }
 
+void openblas_multiply(const auto& a, const auto& b, auto& c) {
+  const int m = int(a.dims()[0]), k = int(a.dims()[1]), n = int(b.dims()[1]);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, c.data(), n);
+}
+
+void ctflow_sgemm(benchmark::State& s) {
+  sgemm(s, [](const auto& a, const auto& b, auto& c) { c = matmul(a, b); });
+}
 void openblas_sgemm(benchmark::State& s) {
-  const std::size_t m = std::size_t(s.range(0)), k = std::size_t(s.range(1)), n = std::size_t(s.range(2));
-  set_threads(int(s.range(3)));
-  auto a = random_uniform<float, Shape<dyn, dyn>>(1, -1, 1, {m, k});
-  auto b = random_uniform<float, Shape<dyn, dyn>>(2, -1, 1, {k, n});
-  Tensor<float, Shape<dyn, dyn>> c({m, n});
-  for (auto _ : s) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.f, a.data(), int(k), b.data(), int(n), 0.f,
-                c.data(), int(n));
-    benchmark::DoNotOptimize(c.data());
-  }
-  report(s, double(m), double(n), double(k));
+  sgemm(s, [](const auto& a, const auto& b, auto& c) { openblas_multiply(a, b, c); });
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -60,28 +59,22 @@ void shapes(benchmark::internal::Benchmark* b) {
 }
 
 // Small static shapes of inference, where call overhead dominates.
-template <std::size_t M, std::size_t K, std::size_t N> void ctflow_small(benchmark::State& s) {
+template <std::size_t M, std::size_t K, std::size_t N, class Multiply> void small(benchmark::State& s, Multiply multiply) {
   set_threads(1);
   auto a = random_uniform<float, Shape<M, K>>(1);
   auto b = random_uniform<float, Shape<K, N>>(2);
   Tensor<float, Shape<M, N>> c;
   for (auto _ : s) {
-    c = matmul(a, b);
+    multiply(a, b, c);
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
 }
+template <std::size_t M, std::size_t K, std::size_t N> void ctflow_small(benchmark::State& s) {
+  small<M, K, N>(s, [](const auto& a, const auto& b, auto& c) { c = matmul(a, b); });
+}
 template <std::size_t M, std::size_t K, std::size_t N> void openblas_small(benchmark::State& s) {
-  set_threads(1);
-  auto a = random_uniform<float, Shape<M, K>>(1);
-  auto b = random_uniform<float, Shape<K, N>>(2);
-  Tensor<float, Shape<M, N>> c;
-  for (auto _ : s) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.f, a.data(), int(K), b.data(), int(N), 0.f,
-                c.data(), int(N));
-    benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
-  }
+  small<M, K, N>(s, [](const auto& a, const auto& b, auto& c) { openblas_multiply(a, b, c); });
 }
 
 }  // namespace

@@ -230,9 +230,9 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
     if (!matches_static<S>(d)) throw_shape_error("ctflow::TensorView", "shapes differ", S::extents, d);
   }
   /// @brief A view of a whole tensor.
-  template <class U, class S2> requires std::is_same_v<std::remove_const_t<T>, U>
-  TensorView(std::conditional_t<std::is_const_v<T>, const Tensor<U, S2, D>&, Tensor<U, S2, D>&> t)
-      : TensorView(t.data(), t.dims()) {}
+  template <class S2> TensorView(Tensor<value_type, S2, D>& t) : TensorView(t.data(), t.dims()) {}
+  template <class S2> requires std::is_const_v<T>
+  TensorView(const Tensor<value_type, S2, D>& t) : TensorView(t.data(), t.dims()) {}
 
   /// @brief Writes e into the viewed memory (extents must be equal).
   template <Expression E> requires(!std::is_const_v<T>)

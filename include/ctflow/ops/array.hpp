@@ -143,15 +143,15 @@ template <int Axis, Expression E> auto expand_dims(E&& e) {
     for (int i = 0, j = 0; i <= S::rank; ++i) d[std::size_t(i)] = i == at ? 1 : S::extents[std::size_t(j++)];
     return d;
   }();
-  ops::reshape_map<std::size_t(S::rank + 1)> m;
-  const auto d = e.dims();
-  for (int i = 0, j = 0; i <= S::rank; ++i) m.out_dims[std::size_t(i)] = i == at ? 1 : d[std::size_t(j++)];
-  using Out = shape_of<out_ext>;
   // Inserting an axis of 1 never needs contiguity: keep the operand's strides.
-  ops::affine_map<std::size_t(S::rank), std::size_t(S::rank + 1)> am;
-  am.out_dims = m.out_dims;
-  for (int i = 0, j = 0; i <= S::rank; ++i) if (i != at) am.coef[std::size_t(i)][std::size_t(j++)] = 1;
-  return ops::make_view<Out>(am, std::forward<E>(e));
+  ops::affine_map<std::size_t(S::rank), std::size_t(S::rank + 1)> m;
+  const auto d = e.dims();
+  for (int i = 0, j = 0; i <= S::rank; ++i) {
+    if (i == at) { m.out_dims[std::size_t(i)] = 1; continue; }
+    m.out_dims[std::size_t(i)] = d[std::size_t(j)];
+    m.coef[std::size_t(i)][std::size_t(j++)] = 1;
+  }
+  return ops::make_view<shape_of<out_ext>>(m, std::forward<E>(e));
 }
 
 /// @brief tf.squeeze: removes the named axes, which must have extent 1 (none named: every static 1).
@@ -225,13 +225,12 @@ auto strided_slice(E&& e, const std::array<std::int64_t, std::size_t(shape_t<E>:
   for (int i = 0; i < R; ++i) {
     const std::int64_t n = std::int64_t(d[std::size_t(i)]), s = strides[std::size_t(i)];
     if (s == 0) throw value_error("ctflow::strided_slice: stride 0 on axis " + std::to_string(i));
-    auto clamp = [&](std::int64_t v, bool is_begin) {
+    auto clamp = [&](std::int64_t v) {
       if (v < 0) v += n;
       const std::int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? n : n - 1;
-      (void)is_begin;
       return std::min(std::max(v, lo), hi);
     };
-    const std::int64_t b = clamp(begin[std::size_t(i)], true), en = clamp(end[std::size_t(i)], false);
+    const std::int64_t b = clamp(begin[std::size_t(i)]), en = clamp(end[std::size_t(i)]);
     const std::int64_t count = s > 0 ? (en > b ? (en - b + s - 1) / s : 0) : (b > en ? (b - en - s - 1) / -s : 0);
     m.out_dims[std::size_t(i)] = std::size_t(count);
     m.begin[std::size_t(i)] = count ? b : 0;

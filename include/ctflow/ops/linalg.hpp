@@ -22,7 +22,6 @@ namespace ops {
 template <class T, class SA, class SB, bool TA, bool TB> struct matmul_kernel {
   static constexpr int RA = SA::rank, RB = SB::rank;
   static constexpr int R = RA > RB ? RA : RB;
-  static constexpr std::size_t ext(const auto& e, int r, int i) { return i < 0 ? dyn : e[std::size_t(i + r - r)]; }
   // Static extents of the product: [batch..., M, N].
   static constexpr std::size_t M = SA::extents[std::size_t(TA ? RA - 1 : RA - 2)];
   static constexpr std::size_t KA = SA::extents[std::size_t(TA ? RA - 2 : RA - 1)];

@@ -68,6 +68,13 @@ TEST_CASE("views read and write user memory without copying") {
   TensorView<const float, Shape<2, 3>> cv(mem);
   Tensor<float, Shape<3, 2>> t = transpose(cv);
   REQUIRE(t(2, 1) == 12.f);
+  // A view of a whole tensor writes through to it.
+  TensorView<float, Shape<dyn, 2>> tv(t);
+  tv = tv + 1.f;
+  REQUIRE(t(2, 1) == 13.f);
+  const Tensor<float, Shape<3, 2>>& ct = t;
+  TensorView<const float, Shape<3, 2>> ctv(ct);
+  REQUIRE(ctv(0, 0) == t(0, 0));
   // A strided view (every second element) is written in place.
   float wide[6] = {0, 0, 0, 0, 0, 0};
   TensorView<float, Shape<3>> every_other(wide, {3}, {2});
