@@ -1,8 +1,9 @@
 #pragma once
 /// @file
-/// @brief Process-wide settings: the number of CPU threads.
+/// @brief Process-wide settings: the number of CPU threads, the cache of freed memory.
 
 #include "backend/cpu/thread_pool.hpp"
+#include "detail/buffer.hpp"
 
 namespace ctflow::config {
 
@@ -11,5 +12,10 @@ namespace ctflow::config {
 inline void set_num_threads(int n) { backend::cpu::pool().resize(n); }
 /// @brief The threads CPU kernels use.
 inline int get_num_threads() { return backend::cpu::pool().size(); }
+
+/// @brief Bytes of freed tensor memory kept for reuse (default 1 GiB; 0 gives every block back
+/// at once). Reuse is what makes a warm training step free of system allocations.
+inline void set_memory_cache_limit(std::size_t bytes) { detail::block_cache::instance().set_limit(bytes); }
+inline std::size_t get_memory_cache_limit() { return detail::block_cache::instance().limit(); }
 
 }  // namespace ctflow::config

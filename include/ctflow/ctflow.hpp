@@ -3,6 +3,7 @@
 /// @brief ctflow: TensorFlow 2 for C++ as compile-time expression templates. Include this one
 /// header for everything.
 
+#include "autodiff/grad.hpp"
 #include "config.hpp"
 #include "core/concepts.hpp"
 #include "core/dtype.hpp"

@@ -53,6 +53,36 @@ cases["cumsum_1"] = (m.flatten(), m.cumsum(1).flatten())
 cases["argmax_1"] = (m.flatten(), m.argmax(1).to(torch.float64))
 cases["softmax_1"] = (m.flatten(), torch.softmax(m, 1).flatten())
 
+# Gradients from autograd: d sum(f(x)) / dx for every element-wise function (kinks avoided)...
+smooth = torch.linspace(-2.95, 2.95, 60, dtype=torch.float64)
+for name, f in {
+    "exp": torch.exp, "expm1": torch.expm1, "sin": torch.sin, "cos": torch.cos, "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid, "relu": torch.relu, "leaky_relu": lambda v: torch.nn.functional.leaky_relu(v, 0.2),
+    "elu": torch.nn.functional.elu, "selu": torch.selu, "gelu": torch.nn.functional.gelu,
+    "softplus": torch.nn.functional.softplus, "softsign": torch.nn.functional.softsign,
+    "swish": torch.nn.functional.silu, "abs": torch.abs, "square": torch.square, "erf": torch.erf,
+}.items():
+    v = smooth.clone().requires_grad_()
+    f(v).sum().backward()
+    cases["grad_" + name] = (smooth, v.grad)
+for name, f in {"log": torch.log, "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt}.items():
+    v = pos.clone().requires_grad_()
+    f(v).sum().backward()
+    cases["grad_" + name] = (pos, v.grad)
+
+# ... and of a two-layer perceptron's softmax cross-entropy: inputs x[8,6], w1[6,5], b1[5],
+# w2[5,4], b2[4], labels[8]; gradients of w1, b1, w2, b2 in that order.
+xs = torch.randn(8, 6, dtype=torch.float64)
+params = [torch.randn(6, 5, dtype=torch.float64), torch.randn(5, dtype=torch.float64),
+          torch.randn(5, 4, dtype=torch.float64), torch.randn(4, dtype=torch.float64)]
+labels = torch.tensor([0, 3, 1, 2, 2, 0, 1, 3])
+for p in params:
+    p.requires_grad_()
+logits = torch.relu(xs @ params[0] + params[1]) @ params[2] + params[3]
+torch.nn.functional.cross_entropy(logits, labels).backward()
+cases["grad_mlp"] = (torch.cat([xs.flatten()] + [p.detach().flatten() for p in params] + [labels.to(torch.float64)]),
+                     torch.cat([p.grad.flatten() for p in params]))
+
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reference.txt")
 with open(out + ".tmp", "w") as f:
     for name, (inp, ref) in cases.items():

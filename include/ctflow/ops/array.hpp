@@ -490,28 +490,36 @@ template <class T, class SIn, class S, bool Tile> struct index_map_kernel {
   dims_t<R> out_dims{};
   std::array<std::size_t, R> before{};  // pad: leading padding per axis
   T constant{};
-  void run(T* out, const expr::strided_view<T, R>& in) const {
+
+  /// Calls f(e, offset) for each output element e that reads input element `offset` (row-major
+  /// in the input's extents in_dims); padding elements are skipped.
+  template <class F> void walk(const dims_t<R>& in_dims, F&& f) const {
     const std::size_t n = product(out_dims);
     std::array<std::size_t, R> idx{};
-    const auto st = row_major_strides(in.dims);
+    const auto st = row_major_strides(in_dims);
     for (std::size_t e = 0; e < n; ++e) {
       std::ptrdiff_t off = 0;
       bool inside = true;
       for (std::size_t k = 0; k < R; ++k) {
         std::size_t i = idx[k];
-        if constexpr (Tile) i %= in.dims[k];
+        if constexpr (Tile) i %= in_dims[k];
         else {
-          if (i < before[k] || i - before[k] >= in.dims[k]) { inside = false; break; }
+          if (i < before[k] || i - before[k] >= in_dims[k]) { inside = false; break; }
           i -= before[k];
         }
         off += std::ptrdiff_t(i) * st[k];
       }
-      out[e] = inside ? in.data[off] : constant;
+      if (inside) f(e, off);
       for (std::size_t k = R; k-- > 0;) {
         if (++idx[k] < out_dims[k]) break;
         idx[k] = 0;
       }
     }
+  }
+
+  void run(T* out, const expr::strided_view<T, R>& in) const {
+    if constexpr (!Tile) std::fill_n(out, product(out_dims), constant);
+    walk(in.dims, [&](std::size_t e, std::ptrdiff_t off) { out[e] = in.data[off]; });
   }
 };
 

@@ -107,11 +107,14 @@ CTFLOW_UNARY_FUNCTOR(selu, keep_dtype, float_packet,
                      else return scale * (x > X(0) ? x : alpha * xsimd::expm1(x)););
 CTFLOW_UNARY_FUNCTOR(gelu, keep_dtype, float_packet,
                      return X(0.5) * x * (X(1) + xsimd::erf(x * X(0.70710678118654752440084436210485))););
+CTFLOW_UNARY_FUNCTOR(erf, keep_dtype, float_packet, return xsimd::erf(x););
 CTFLOW_UNARY_FUNCTOR(floor, keep_dtype, float_packet, return xsimd::floor(x););
 CTFLOW_UNARY_FUNCTOR(ceil, keep_dtype, float_packet, return xsimd::ceil(x););
 // TensorFlow's round is half to even, which nearbyint gives in the default rounding mode.
 CTFLOW_UNARY_FUNCTOR(round, keep_dtype, float_packet, return xsimd::nearbyint(x););
 CTFLOW_UNARY_FUNCTOR(logical_not, keep_dtype, float_packet, return !x;);
+// The identity; gradients stop at it (tf.stop_gradient).
+CTFLOW_UNARY_FUNCTOR(stop_gradient, keep_dtype, any_packet, return x;);
 
 #undef CTFLOW_UNARY_FUNCTOR
 
@@ -211,9 +214,13 @@ CTFLOW_UNARY_BUILDER(softplus, CTFLOW_FLOAT_CHECK(softplus))
 CTFLOW_UNARY_BUILDER(elu, CTFLOW_FLOAT_CHECK(elu))
 CTFLOW_UNARY_BUILDER(selu, CTFLOW_FLOAT_CHECK(selu))
 CTFLOW_UNARY_BUILDER(gelu, CTFLOW_FLOAT_CHECK(gelu))
+CTFLOW_UNARY_BUILDER(erf, CTFLOW_FLOAT_CHECK(erf))
 CTFLOW_UNARY_BUILDER(floor, CTFLOW_FLOAT_CHECK(floor))
 CTFLOW_UNARY_BUILDER(ceil, CTFLOW_FLOAT_CHECK(ceil))
 CTFLOW_UNARY_BUILDER(round, CTFLOW_FLOAT_CHECK(round))
+
+/// @brief tf.stop_gradient: the value of e, through which no gradient flows.
+CTFLOW_UNARY_BUILDER(stop_gradient, (void)0)
 
 #undef CTFLOW_FLOAT_CHECK
 #undef CTFLOW_UNARY_BUILDER

@@ -7,7 +7,6 @@
 
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "../backend/cpu/reduce.hpp"
 #include "../core/tensor.hpp"
@@ -52,6 +51,28 @@ template <class V> struct all_op {
   V operator()(V a, V b) const { return a && b; }
 };
 
+/// Reduces contiguous `in` of extents `dims` over the axes marked in `reduced` into out (the
+/// mean when asked); 16-bit floats accumulate in float.
+template <template <class> class Op, class T, std::size_t R>
+void reduce_into(T* out, const T* in, const dims_t<R>& dims, const bool* reduced, bool mean) {
+  using V = compute_t<T>;
+  std::size_t count = 1, n_out = 1, n_in = 1;
+  for (std::size_t i = 0; i < R; ++i) {
+    n_in *= dims[i];
+    if (reduced[i]) count *= dims[i];
+    else n_out *= dims[i];
+  }
+  if constexpr (std::is_same_v<V, T>) {
+    backend::cpu::reduce::run(Op<V>{}, in, dims.data(), reduced, int(R), out);
+    if (mean && count) for (std::size_t i = 0; i < n_out; ++i) out[i] = T(out[i] / V(count));
+  } else {
+    detail::buffer<V> wide(n_in, false), acc(n_out, false);
+    std::copy_n(in, n_in, wide.data());
+    backend::cpu::reduce::run(Op<V>{}, wide.data(), dims.data(), reduced, int(R), acc.data());
+    for (std::size_t i = 0; i < n_out; ++i) out[i] = T(mean && count ? acc.data()[i] / V(count) : acc.data()[i]);
+  }
+}
+
 /// Which axes of a rank-R input a reduction names (none named: all).
 template <int R, int... Axes> struct axis_set {
   static constexpr bool in_range = ((normalize_axis(Axes, R) >= 0) && ...);
@@ -91,22 +112,7 @@ template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, i
   }
 
   void run(T* out, const expr::strided_view<T, std::size_t(RI)>& in) const {
-    const std::vector<std::size_t> dims(in.dims.begin(), in.dims.end());
-    const std::vector<bool> reduced(axes::mask.begin(), axes::mask.end());
-    std::size_t count = 1, n_out = 1, n_in = 1;
-    for (int i = 0; i < RI; ++i) {
-      n_in *= in.dims[std::size_t(i)];
-      if (axes::mask[std::size_t(i)]) count *= in.dims[std::size_t(i)];
-      else n_out *= in.dims[std::size_t(i)];
-    }
-    if constexpr (std::is_same_v<V, T>) {
-      backend::cpu::reduce::run(Op<V>{}, in.data, dims, reduced, out);
-      if constexpr (Mean) if (count) for (std::size_t i = 0; i < n_out; ++i) out[i] = T(out[i] / V(count));
-    } else {  // 16-bit floats accumulate in float
-      std::vector<V> wide(in.data, in.data + n_in), acc(n_out);
-      backend::cpu::reduce::run(Op<V>{}, wide.data(), dims, reduced, acc.data());
-      for (std::size_t i = 0; i < n_out; ++i) out[i] = T(Mean && count ? acc[i] / V(count) : acc[i]);
-    }
+    reduce_into<Op>(out, in.data, in.dims, axes::mask.data(), Mean);
   }
 };
 

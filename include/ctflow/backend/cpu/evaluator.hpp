@@ -120,12 +120,14 @@ template <class F, class L, class R> struct binary_cursor {
 };
 
 template <class C> concept maskable_cursor = requires { requires C::maskable; };
+/// A condition whose vector form is a mask for lanes of V.
+template <class C, class V> concept mask_for = maskable_cursor<C> &&
+    std::is_same_v<decltype(std::declval<const C&>().mask(0)), batch_bool<V>>;
 
 template <class C, class A, class B> struct select_cursor {
   using compute_type = typename A::compute_type;
   static constexpr bool vectorizable = A::vectorizable && B::vectorizable &&
-      std::is_same_v<compute_type, typename B::compute_type> && maskable_cursor<C> &&
-      std::is_same_v<decltype(std::declval<const C&>().mask(0)), batch_bool<compute_type>>;
+      std::is_same_v<compute_type, typename B::compute_type> && mask_for<C, compute_type>;
   C c;
   A a;
   B b;

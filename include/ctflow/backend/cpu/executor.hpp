@@ -54,10 +54,10 @@ template <class T, std::size_t R, class C> void execute(T* out, const dims_t<R>&
     const std::size_t inner = d[R - 1], rows = n / inner;
     parallel_for(rows, std::max<std::size_t>(1, elementwise_grain / inner), 1, [&](std::size_t rb, std::size_t re) {
       C local = c;
-      std::size_t idx[R > 1 ? R - 1 : 1] = {};
+      std::array<std::size_t, (R > 1 ? R - 1 : 1)> idx{};
       for (std::size_t r = rb, k = R - 1; k-- > 0;) { idx[k] = r % d[k]; r /= d[k]; }
       for (std::size_t r = rb; r < re; ++r) {
-        local.set_row(idx);
+        local.set_row(idx.data());
         run_row(out + r * inner, local, 0, inner);
         for (std::size_t k = R - 1; k-- > 0;) {
           if (++idx[k] < d[k]) break;

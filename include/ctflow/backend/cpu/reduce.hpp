@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <vector>
+#include <array>
+
+#include "../../core/shape.hpp"
+#include "../../detail/buffer.hpp"
 
 #include "simd.hpp"
 #include "thread_pool.hpp"
@@ -55,44 +58,45 @@ template <class Op, class V> void combine_row(const Op& op, V* acc, const V* p, 
 /// order, so the sum does not depend on how blocks are shared among threads.
 inline constexpr std::size_t block = std::size_t(1) << 15;
 
-/// Reduces in (extents `dims`, `reduced[i]` marking reduced axes) into out, both contiguous and
-/// of accumulation type V.
+/// Reduces in (`rank` extents `dims`, `reduced[i]` marking reduced axes) into out, both
+/// contiguous and of accumulation type V. Allocates nothing but pooled scratch.
 template <class Op, class V>
-void run(const Op& op, const V* in, const std::vector<std::size_t>& dims, const std::vector<bool>& reduced, V* out) {
+void run(const Op& op, const V* in, const std::size_t* dims, const bool* reduced, int rank, V* out) {
   // Merge neighbouring axes of the same kind; drop extents of 1.
-  std::vector<std::size_t> g;
-  std::vector<bool> gr;
-  std::size_t total = 1;
-  for (std::size_t i = 0; i < dims.size(); ++i) {
+  std::array<std::size_t, max_rank> g{};
+  std::array<bool, max_rank> gr{};
+  std::size_t ng = 0, total = 1;
+  for (int i = 0; i < rank; ++i) {
     total *= dims[i];
     if (dims[i] == 1) continue;
-    if (!g.empty() && gr.back() == reduced[i]) g.back() *= dims[i];
-    else { g.push_back(dims[i]); gr.push_back(reduced[i]); }
+    if (ng && gr[ng - 1] == reduced[i]) g[ng - 1] *= dims[i];
+    else { g[ng] = dims[i]; gr[ng++] = reduced[i]; }
   }
   std::size_t out_size = 1;
-  for (std::size_t i = 0; i < g.size(); ++i) if (!gr[i]) out_size *= g[i];
+  for (std::size_t i = 0; i < ng; ++i) if (!gr[i]) out_size *= g[i];
   if (total == 0) { std::fill_n(out, out_size, op.identity()); return; }
-  if (g.empty() || (g.size() == 1 && !gr[0])) { std::copy_n(in, total, out); return; }
+  if (ng == 0 || (ng == 1 && !gr[0])) { std::copy_n(in, total, out); return; }
 
-  if (g.size() == 1) {  // everything reduced
+  if (ng == 1) {  // everything reduced
     const std::size_t blocks = (total + block - 1) / block;
-    std::vector<V> partial(blocks);
+    detail::buffer<V> scratch(blocks, false);
+    V* partial = scratch.data();
     parallel_for(blocks, 2, 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t i = b; i < e; ++i) partial[i] = row(op, in + i * block, std::min(block, total - i * block));
     });
     V r = op.identity();
-    for (V p : partial) r = op(r, p);
+    for (std::size_t i = 0; i < blocks; ++i) r = op(r, partial[i]);
     *out = r;
     return;
   }
-  if (g.size() == 2 && !gr[0]) {  // [kept, reduced]: one row per output
+  if (ng == 2 && !gr[0]) {  // [kept, reduced]: one row per output
     const std::size_t rows = g[0], n = g[1];
     parallel_for(rows, std::max<std::size_t>(1, block / n), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t r = b; r < e; ++r) out[r] = row(op, in + r * n, n);
     });
     return;
   }
-  if (g.size() == 2) {  // [reduced, kept]: column reduction, threads split the columns
+  if (ng == 2) {  // [reduced, kept]: column reduction, threads split the columns
     const std::size_t rows = g[0], n = g[1];
     parallel_for(n, std::max<std::size_t>(64, block / std::max<std::size_t>(rows, 1)), 64, [&](std::size_t b, std::size_t e) {
       constexpr std::size_t tile = 2048;  // keep the accumulating row in L1
@@ -106,17 +110,17 @@ void run(const Op& op, const V* in, const std::vector<std::size_t>& dims, const 
   }
   // General pattern: walk the input row by row (last group), accumulating into its output.
   std::fill_n(out, out_size, op.identity());
-  const std::size_t last = g.back();
-  const bool last_reduced = gr.back();
+  const std::size_t last = g[ng - 1];
+  const bool last_reduced = gr[ng - 1];
   const std::size_t rows = total / last;
-  std::vector<std::size_t> idx(g.size() - 1, 0);
+  std::array<std::size_t, max_rank> idx{};
   for (std::size_t r = 0; r < rows; ++r) {
     std::size_t o = 0;
-    for (std::size_t k = 0; k + 1 < g.size(); ++k) if (!gr[k]) o = o * g[k] + idx[k];
+    for (std::size_t k = 0; k + 1 < ng; ++k) if (!gr[k]) o = o * g[k] + idx[k];
     const V* p = in + r * last;
     if (last_reduced) out[o] = op(out[o], row(op, p, last));
     else combine_row(op, out + o * last, p, last);
-    for (std::size_t k = g.size() - 1; k-- > 0;) {
+    for (std::size_t k = ng - 1; k-- > 0;) {
       if (++idx[k] < g[k]) break;
       idx[k] = 0;
     }

@@ -8,12 +8,22 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace ctflow::backend::cpu {
+
+/// A non-owning reference to a callable `void(int)`: dispatching a parallel loop allocates nothing.
+class task_ref {
+ public:
+  template <class F> task_ref(const F& f) : obj_(&f), call_([](const void* o, int t) { (*static_cast<const F*>(o))(t); }) {}
+  void operator()(int t) const { call_(obj_, t); }
+
+ private:
+  const void* obj_;
+  void (*call_)(const void*, int);
+};
 
 class thread_pool {
  public:
@@ -36,7 +46,7 @@ class thread_pool {
 
   /// Runs fn(t) for t in [0, tasks) with tasks <= size(); the caller runs task 0. Rethrows the
   /// first exception a task threw.
-  void run(int tasks, const std::function<void(int)>& fn) {
+  void run(int tasks, task_ref fn) {
     tasks = std::min(tasks, size());
     if (tasks <= 1 || in_task_) { for (int t = 0; t < tasks; ++t) fn(t); return; }
     std::lock_guard call(call_mutex_);
@@ -95,7 +105,7 @@ class thread_pool {
   std::condition_variable cv_;
   std::atomic<unsigned> generation_{0};
   std::atomic<int> pending_{0};
-  const std::function<void(int)>* fn_ = nullptr;
+  const task_ref* fn_ = nullptr;
   int tasks_ = 0;
   bool quit_ = false;
   std::exception_ptr error_;

@@ -1,0 +1,163 @@
+#pragma once
+// What autodiff needs to know of expression nodes: their operands (uniformly, by index), which
+// leaf types a tree can hold, leaf identity, and `Frozen`, a boundary whose value the forward
+// pass has computed (it keeps the node for its rule and reads its result from memory).
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+
+#include "../core/tensor.hpp"
+#include "../expr/computed.hpp"
+#include "../expr/elementwise.hpp"
+#include "../expr/strided.hpp"
+
+namespace ctflow::autodiff {
+
+/// Marks an operand no adjoint flows to (an integer operand, a comparison, stop_gradient).
+struct none_t {};
+
+/// A node N whose value sits in memory the forward pass filled (a matmul, a reduction, or an
+/// element-wise operand a boundary read). It reads as a view; its rule is N's.
+template <class N> struct Frozen {
+  using ctflow_expression = void;
+  using value_type = value_t<N>;
+  using shape_type = shape_t<N>;
+  using device_type = device_t<N>;
+  static constexpr int rank = shape_type::rank;
+  static constexpr bool is_view = true;
+  N node;
+  const value_type* p = nullptr;
+  dims_t<std::size_t(rank)> d{};
+  const value_type* data() const { return p; }
+  const dims_t<std::size_t(rank)>& dims() const { return d; }
+  std::array<std::ptrdiff_t, std::size_t(rank)> strides() const { return row_major_strides(d); }
+  std::size_t size() const { return product(d); }
+  /// The value as a plain view (what rules read).
+  TensorView<const value_type, shape_type> value() const { return {p, d}; }
+};
+
+}  // namespace ctflow::autodiff
+
+namespace ctflow {
+template <class N> struct is_leaf<autodiff::Frozen<N>> : std::true_type {};
+}  // namespace ctflow
+
+namespace ctflow::autodiff {
+
+template <class E> struct is_frozen : std::false_type {};
+template <class N> struct is_frozen<Frozen<N>> : std::true_type {};
+template <class E> inline constexpr bool is_frozen_v = is_frozen<std::remove_cvref_t<E>>::value;
+
+// ---- operands by index ----------------------------------------------------------------------
+
+template <class N> struct node_shape {
+  static constexpr std::size_t arity = 0;
+  using operands = std::tuple<>;
+};
+template <class F, class E> struct node_shape<expr::Unary<F, E>> {
+  static constexpr std::size_t arity = 1;
+  using operands = std::tuple<E>;
+};
+template <class F, class L, class R> struct node_shape<expr::Binary<F, L, R>> {
+  static constexpr std::size_t arity = 2;
+  using operands = std::tuple<L, R>;
+};
+template <class C, class A, class B> struct node_shape<expr::Select<C, A, B>> {
+  static constexpr std::size_t arity = 3;
+  using operands = std::tuple<C, A, B>;
+};
+template <class E, class S, class M> struct node_shape<expr::Strided<E, S, M>> {
+  static constexpr std::size_t arity = 1;
+  using operands = std::tuple<E>;
+};
+template <class K, class... Ops> struct node_shape<expr::Computed<K, Ops...>> {
+  static constexpr std::size_t arity = sizeof...(Ops);
+  using operands = std::tuple<Ops...>;
+};
+
+template <class N> inline constexpr std::size_t arity_v = node_shape<std::remove_cvref_t<N>>::arity;
+template <std::size_t I, class N> using operand_t = std::remove_cvref_t<std::tuple_element_t<I, typename node_shape<std::remove_cvref_t<N>>::operands>>;
+
+/// Operand I of node n.
+template <std::size_t I, class N> const auto& operand(const N& n) {
+  if constexpr (requires { n.ops; }) return std::get<I>(n.ops);
+  else if constexpr (requires { n.l; }) { if constexpr (I == 0) return n.l; else return n.r; }
+  else if constexpr (requires { n.c; }) {
+    if constexpr (I == 0) return n.c;
+    else if constexpr (I == 1) return n.a;
+    else return n.b;
+  } else return n.e;
+}
+
+// ---- which leaf types a tree holds ----------------------------------------------------------
+
+/// Does a leaf of type V occur in E? (Frozen nodes look through to the node they keep.)
+template <class E, class V> constexpr bool holds_leaf() {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_frozen_v<N>) return holds_leaf<decltype(N::node), V>();
+  else if constexpr (is_leaf_v<N>) return std::is_same_v<N, std::remove_cvref_t<V>>;
+  else return []<std::size_t... I>(std::index_sequence<I...>) {
+    return (holds_leaf<operand_t<I, N>, V>() || ...);
+  }(std::make_index_sequence<arity_v<N>>{});
+}
+
+/// How many leaves of type V E holds.
+template <class E, class V> constexpr std::size_t count_leaf() {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_frozen_v<N>) return count_leaf<decltype(N::node), V>();
+  else if constexpr (is_leaf_v<N>) return std::is_same_v<N, std::remove_cvref_t<V>> ? 1 : 0;
+  else return []<std::size_t... I>(std::index_sequence<I...>) {
+    return (std::size_t(0) + ... + count_leaf<operand_t<I, N>, V>());
+  }(std::make_index_sequence<arity_v<N>>{});
+}
+
+/// An owning leaf (Tensor, Variable): nodes keep it by reference.
+template <class E> constexpr bool is_owning_leaf() {
+  if constexpr (is_leaf_v<E>) return !std::remove_cvref_t<E>::is_view;
+  else return false;
+}
+
+/// Two leaves are the same variable: the same object, or views of the same memory.
+template <class A, class B> bool same_leaf(const A& a, const B& b) {
+  if constexpr (!std::is_same_v<std::remove_cvref_t<A>, std::remove_cvref_t<B>>) return false;
+  else if constexpr (std::remove_cvref_t<A>::is_view)
+    return static_cast<const void*>(a.data()) == static_cast<const void*>(b.data()) && a.dims() == b.dims() && a.strides() == b.strides();
+  else return &a == &b;
+}
+
+/// Does a leaf of e (at run time) equal one of the leaves pointed to by ptrs?
+template <class E, class... V> bool reaches(const E& e, const std::tuple<const V*...>& ptrs) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (!(holds_leaf<N, V>() || ...)) return false;
+  else if constexpr (is_frozen_v<N>) return reaches(e.node, ptrs);
+  else if constexpr (is_leaf_v<N>) return std::apply([&](const auto*... p) { return (same_leaf(e, *p) || ...); }, ptrs);
+  else return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return (reaches(operand<I>(e), ptrs) || ...);
+  }(std::make_index_sequence<arity_v<N>>{});
+}
+
+/// Boundaries in E (each is computed once by the forward pass of value_and_grad).
+template <class E> constexpr bool is_boundary() {
+  using N = std::remove_cvref_t<E>;
+  return expr::is_computed<N>::value;
+}
+
+template <class E> constexpr std::size_t count_boundaries() {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_leaf_v<N>) return 0;
+  else return std::size_t(is_boundary<N>()) + []<std::size_t... I>(std::index_sequence<I...>) {
+    return (std::size_t(0) + ... + count_boundaries<operand_t<I, N>>());
+  }(std::make_index_sequence<arity_v<N>>{});
+}
+
+/// Nodes in E (a measure of what re-evaluating it costs).
+template <class E> constexpr std::size_t count_nodes() {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_leaf_v<N>) return 1;
+  else return 1 + []<std::size_t... I>(std::index_sequence<I...>) {
+    return (std::size_t(0) + ... + count_nodes<operand_t<I, N>>());
+  }(std::make_index_sequence<arity_v<N>>{});
+}
+
+}  // namespace ctflow::autodiff
