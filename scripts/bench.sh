@@ -21,7 +21,18 @@ for t in 1 2; do
   echo "threads=$t fused3: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(echo "$ours / $triad" | bc -l | cut -c1-5), ctflow/torch $(echo "$ours / $torch" | bc -l | cut -c1-5)"
 done
 
+echo "== loss and gradients of an MLP 784-256-256-10 at batch 64 (median us per step)"
+./build/bench/bench_autodiff $reps 2>/dev/null | grep median | tee /tmp/ctflow_autodiff.txt
+/usr/bin/python3 bench/peers/autodiff_torch.py 1 2 | tee /tmp/ctflow_autodiff_torch.txt
+for t in 1 2; do
+  ours=$(awk -v t="value_and_grad_mlp/$t/" 'index($1, t) == 1 { print $2 }' /tmp/ctflow_autodiff.txt)
+  hand=$(awk -v t="handwritten_mlp/$t/" 'index($1, t) == 1 { print $2 }' /tmp/ctflow_autodiff.txt)
+  torch=$(awk -v t="torch_mlp/$t" '$1 == t { print $2 }' /tmp/ctflow_autodiff_torch.txt)
+  echo "threads=$t: value_and_grad ${ours} us, hand-written ${hand} us, torch ${torch} us; torch/ctflow $(echo "$torch / $ours" | bc -l | cut -c1-5), ctflow/hand-written $(echo "$ours / $hand" | bc -l | cut -c1-5)"
+done
+
 echo "== compile time"
 inc="-std=c++20 -O2 -march=native -Iinclude"
 /usr/bin/time -f "the element-wise op tests, one TU: %e s, %M KiB" g++ $inc -c tests/unit/ops/elementwise_test.cpp -o /dev/null
+/usr/bin/time -o /dev/stdout -f "the MLP loss and its gradients (bench/autodiff_bench.cpp): %e s, %M KiB" g++ $inc -c bench/autodiff_bench.cpp -o /dev/null
 /usr/bin/time -o /dev/stdout -f "matmul shape-mismatch error: %e s" g++ $inc -fsyntax-only -DCTFLOW_SHOULD_FAIL_TO_BUILD tests/compile_fail/matmul_inner.cpp 2>/dev/null || true

@@ -86,6 +86,7 @@ template <class E> constexpr std::size_t slots();
 template <class E> struct is_strided : std::false_type {};
 template <class E, class S, class M> struct is_strided<expr::Strided<E, S, M>> : std::true_type {};
 
+
 /// Slots a boundary's operand takes: element-wise operands are materialised too (the kernel
 /// reads them, and the backward pass reuses them).
 template <class E> constexpr std::size_t operand_slots() {
@@ -103,22 +104,53 @@ template <class E> constexpr std::size_t slots() {
   else return []<std::size_t... I>(std::index_sequence<I...>) { return (std::size_t(0) + ... + slots<operand_t<I, N>>()); }(std::make_index_sequence<arity_v<N>>{});
 }
 
+/// What the forward pass keeps of a boundary: where its value is (memory of its own), the node
+/// it came from (to recognise copies of it), and during the backward pass its adjoint, summed
+/// over every place that reads it before it is sent further down.
+struct kept_value {
+  const void* type = nullptr;    // one tag per node type
+  const void* origin = nullptr;  // the node in the user's expression
+  const void* data = nullptr;
+  ctflow::detail::buffer<std::byte> memory;
+  std::size_t expected = 0, received = 0;
+  ctflow::detail::buffer<std::byte> adjoint;
+};
+
+template <class E> inline constexpr char type_tag = 0;
+
 /// Memory for the values the forward pass keeps; blocks come back to the cache when it ends.
 template <std::size_t N> struct workspace {
-  std::array<ctflow::detail::buffer<std::byte>, N> blocks;
+  std::array<kept_value, N> kept;
   std::size_t next = 0;
-  template <class T> T* take(std::size_t n) {
+
+  /// The kept value of a copy of `origin` computed before, if any.
+  template <class E> kept_value* find(const E& origin) {
+    for (std::size_t i = 0; i < next; ++i)
+      if (kept[i].type == &type_tag<E> && same_node(*static_cast<const E*>(kept[i].origin), origin)) return &kept[i];
+    return nullptr;
+  }
+  kept_value* find_data(const void* data) {
+    for (std::size_t i = 0; i < next; ++i) if (kept[i].data == data) return &kept[i];
+    return nullptr;
+  }
+  template <class T, class E> T* take(const E& origin, std::size_t n) {
     if (next == N) throw std::logic_error("ctflow::value_and_grad: forward pass needs more slots than counted");
-    auto& b = blocks[next++];
-    b = ctflow::detail::buffer<std::byte>(n * sizeof(T), false);
-    return reinterpret_cast<T*>(b.data());
+    kept_value& k = kept[next++];
+    k.memory = ctflow::detail::buffer<std::byte>(n * sizeof(T), false);
+    k.type = &type_tag<E>;
+    k.origin = &origin;
+    k.data = k.memory.data();
+    return reinterpret_cast<T*>(k.memory.data());
   }
 };
 
-template <class N, class WS> Frozen<N> materialize(N&& n, WS& ws) {
+/// The value of n (the frozen form of `origin`): computed into kept memory, or found computed
+/// already when `origin` is a copy of a node seen before.
+template <class E, class N, class WS> Frozen<N> materialize(const E& origin, N&& n, WS& ws) {
   using T = value_t<N>;
   const auto d = n.dims();
-  T* p = ws.template take<T>(product(d));
+  if (kept_value* k = ws.find(origin)) return Frozen<N>{std::move(n), static_cast<const T*>(k->data), d};
+  T* p = ws.template take<T>(origin, product(d));
   backend::cpu::assign(p, d, n);
   return Frozen<N>{std::move(n), p, d};
 }
@@ -128,7 +160,7 @@ template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws);
 template <class E, class WS> decltype(auto) freeze_operand(const E& e, WS& ws) {
   using N = std::remove_cvref_t<E>;
   if constexpr (expr::is_elementwise<N>::value && arity_v<N> > 0) {
-    return materialize(freeze(e, ws), ws);
+    return materialize(e, freeze(e, ws), ws);
   } else if constexpr (is_strided<N>::value) {
     using FE = decltype(freeze_operand(e.e, ws));
     using S = shape_t<N>;
@@ -149,7 +181,7 @@ template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws) {
   } else if constexpr (expr::is_computed<N>::value) {
     return std::apply([&](const auto&... ops) {
       using C = expr::Computed<decltype(e.k), decltype(freeze_operand(ops, ws))...>;
-      return materialize(C{e.k, {freeze_operand(ops, ws)...}}, ws);
+      return materialize(e, C{e.k, {freeze_operand(ops, ws)...}}, ws);
     }, e.ops);
   } else if constexpr (requires { e.f; e.e; }) {
     return expr::Unary<decltype(e.f), decltype(freeze(e.e, ws))>{e.f, freeze(e.e, ws)};
@@ -166,7 +198,8 @@ template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws) {
 
 // ---- backward pass: send adjoints down, accumulate at the variables --------------------------
 
-template <class... V> struct accumulator {
+template <class WS, class... V> struct accumulator {
+  WS* ws;
   std::tuple<const V*...> targets;
   std::tuple<std::optional<Tensor<value_t<V>, shape_t<V>>>...> grads;
 
@@ -190,6 +223,7 @@ template <class... V> struct accumulator {
 template <class G> constexpr bool cheap() { return count_boundaries<G>() == 0 && count_nodes<G>() <= 6; }
 
 template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx& ctx);
+template <class N, class Ctx> void count_reads_below(const N& n, Ctx& ctx);
 
 template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, const G& g, const Y& y, Ctx& ctx) {
   using R = rule<N>;
@@ -227,11 +261,53 @@ template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, c
   }
 }
 
+/// Sends g down from n. A kept value read in several places first sums the adjoints of all of
+/// them (count_reads says how many arrive), then sends the sum down once.
 template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx& ctx) {
   using T = std::remove_cvref_t<N>;
-  if constexpr (is_frozen_v<T>) backprop_node(n.node, g, n.value(), ctx);
-  else if constexpr (is_leaf_v<T>) ctx.add(n, g);
-  else if constexpr (arity_v<T> > 0) backprop_node(n, g, n, ctx);
+  if constexpr (is_frozen_v<T>) {
+    kept_value* k = ctx.ws->find_data(n.p);
+    if (!k || k->expected < 2) return backprop_node(n.node, g, n.value(), ctx);
+    using V = value_t<T>;
+    const auto d = n.dims();
+    if (k->received == 0) {
+      k->adjoint = ctflow::detail::buffer<std::byte>(product(d) * sizeof(V), false);
+      backend::cpu::assign(reinterpret_cast<V*>(k->adjoint.data()), d, g);
+    } else {
+      TensorView<V, shape_t<T>> sum(reinterpret_cast<V*>(k->adjoint.data()), d);
+      sum = sum + g;
+    }
+    if (++k->received == k->expected)
+      backprop_node(n.node, TensorView<const V, shape_t<T>>(reinterpret_cast<const V*>(k->adjoint.data()), d), n.value(), ctx);
+  } else if constexpr (is_leaf_v<T>) {
+    ctx.add(n, g);
+  } else if constexpr (arity_v<T> > 0) {
+    backprop_node(n, g, n, ctx);
+  }
+}
+
+/// Counts the adjoints each kept value will receive: the walk backprop makes, without the math.
+template <class N, class Ctx> void count_reads(const N& n, Ctx& ctx) {
+  using T = std::remove_cvref_t<N>;
+  if constexpr (is_frozen_v<T>) {
+    kept_value* k = ctx.ws->find_data(n.p);
+    if (k && ++k->expected > 1) return;
+    count_reads_below(n.node, ctx);
+  } else if constexpr (!is_leaf_v<T> && arity_v<T> > 0) {
+    count_reads_below(n, ctx);
+  }
+}
+
+template <class N, class Ctx> void count_reads_below(const N& n, Ctx& ctx) {
+  using R = rule<N>;
+  if constexpr (R::known) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ([&] {
+        if constexpr (Ctx::template may_reach<operand_t<I, N>>() && R::template differentiable<I>)
+          if (reaches(operand<I>(n), ctx.targets)) count_reads(operand<I>(n), ctx);
+      }(), ...);
+    }(std::make_index_sequence<arity_v<N>>{});
+  }
 }
 
 template <class E> value_t<E> scalar_value(const E& e) {
@@ -324,7 +400,8 @@ template <Expression L, class... V> auto value_and_grad(const L& loss, unconnect
     autodiff::workspace<autodiff::slots<L>()> ws;
     const auto& frozen = autodiff::freeze(loss, ws);
     const T value = autodiff::scalar_value(frozen);
-    autodiff::accumulator<V...> acc{{&vs...}, {}};
+    autodiff::accumulator<decltype(ws), V...> acc{&ws, {&vs...}, {}};
+    autodiff::count_reads(frozen, acc);
     autodiff::backprop(frozen, expr::Scalar<T>{compute_t<T>(1)}, acc);
     std::size_t i = 0;
     auto result = [&](const auto& v, auto& g) {

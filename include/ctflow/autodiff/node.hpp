@@ -4,6 +4,7 @@
 // pass has computed (it keeps the node for its rule and reads its result from memory).
 
 #include <cstddef>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 
@@ -124,6 +125,26 @@ template <class A, class B> bool same_leaf(const A& a, const B& b) {
   else if constexpr (std::remove_cvref_t<A>::is_view)
     return static_cast<const void*>(a.data()) == static_cast<const void*>(b.data()) && a.dims() == b.dims() && a.strides() == b.strides();
   else return &a == &b;
+}
+
+/// Are a and b (nodes of one type) the same computation: equal parameters over the same leaves?
+/// Copies of one node compare equal, so a value the user names once and reads several times is
+/// computed once. (Parameters compare bytewise: a false "different" only costs sharing.)
+template <class E> bool same_node(const E& a, const E& b) {
+  using N = std::remove_cvref_t<E>;
+  auto bytes = [](const auto& x, const auto& y) { return std::memcmp(&x, &y, sizeof(x)) == 0; };
+  if constexpr (is_frozen_v<N>) return a.p == b.p;
+  else if constexpr (is_leaf_v<N>) return same_leaf(a, b);
+  else if constexpr (arity_v<N> == 0) return a.value == b.value;
+  else {
+    bool params = true;
+    if constexpr (requires { a.k; }) params = bytes(a.k, b.k);
+    else if constexpr (requires { a.m; }) params = bytes(a.m, b.m);
+    else if constexpr (requires { a.f; }) params = bytes(a.f, b.f);
+    return params && [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (same_node(operand<I>(a), operand<I>(b)) && ...);
+    }(std::make_index_sequence<arity_v<N>>{});
+  }
 }
 
 /// Does a leaf of e (at run time) equal one of the leaves pointed to by ptrs?
