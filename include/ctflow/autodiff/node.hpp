@@ -82,7 +82,8 @@ template <std::size_t I, class N> using operand_t = std::remove_cvref_t<std::tup
 
 /// Operand I of node n.
 template <std::size_t I, class N> const auto& operand(const N& n) {
-  if constexpr (requires { n.ops; }) return std::get<I>(n.ops);
+  if constexpr (requires { n.f.x; n.f.vjp; }) return n.f.x;  // custom_gradient: the adjoint goes to x
+  else if constexpr (requires { n.ops; }) return std::get<I>(n.ops);
   else if constexpr (requires { n.l; }) { if constexpr (I == 0) return n.l; else return n.r; }
   else if constexpr (requires { n.c; }) {
     if constexpr (I == 0) return n.c;

@@ -127,3 +127,18 @@ TEST_CASE("float32 gradients agree with double ones") {
   REQUIRE(double(lf) == Approx(ld).epsilon(1e-5));
   for (std::size_t i = 0; i < gd.size(); ++i) REQUIRE(double(gf.data()[i]) == Approx(gd.data()[i]).margin(1e-6).epsilon(1e-4));
 }
+
+TEST_CASE("custom_gradient replaces the derived gradient") {
+  auto x = uniform<Shape<6>>(22, -3, 3);
+  // A numerically stable log(1 + e^x) with its own derivative: the same values as the rules'.
+  auto stable = custom_gradient(x, [](auto& v) { return log1p(exp(v)); }, [](const auto& v, const auto& g) { return g * sigmoid(v); });
+  gradcheck::check(reduce_sum(stable * 2.0), x);
+  // A straight-through estimator: round() forward, the identity backward.
+  auto ste = custom_gradient(x, [](auto& v) { return round(v); }, [](const auto&, const auto& g) { return g; });
+  auto [l, g] = value_and_grad(reduce_sum(ste * 3.0), x);
+  (void)l;
+  for (double v : g) REQUIRE(v == 3.0);
+  auto [gs] = grad(reduce_sum(ste * 3.0), x);
+  const Tensor<double, Shape<6>> gst = gs;
+  for (double v : gst) REQUIRE(v == 3.0);
+}

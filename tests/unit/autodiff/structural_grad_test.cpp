@@ -1,6 +1,6 @@
 // Gradients of boundaries and shape ops: reductions, cumsum, matmul (every transpose, batched,
 // broadcast batch), views, concat/stack/split, gather, pad, tile; a softmax cross-entropy MLP;
-// gradients of gradients; and a warm value_and_grad that allocates nothing.
+// and a warm value_and_grad that allocates nothing.
 #include "gradcheck.hpp"
 
 #include <atomic>
@@ -123,37 +123,6 @@ TEST_CASE("a two-layer perceptron with softmax cross-entropy written with ctflow
   auto shifted = logits - stop_gradient(reduce_max<1>(logits, keepdims));
   auto loss = reduce_mean(log(reduce_sum<1>(exp(shifted))) - reduce_sum<1>(shifted * one_hot<4, double>(y)));
   gradcheck::check(loss, w1, b1, w2, b2);
-}
-
-TEST_CASE("gradients of gradients: Hessian-vector products") {
-  auto x = uniform<Shape<5>>(27);
-  const auto v = uniform<Shape<5>>(28);
-  // f = sum(sin(x) * x^2): H v = (2 sin x + 4 x cos x - x^2 sin x) * v (diagonal Hessian).
-  auto f = reduce_sum(sin(x) * square(x));
-  auto [g] = grad(f, x);
-  auto [hv] = grad(reduce_sum(g * v), x);
-  const Tensor<double, Shape<5>> got = hv;
-  for (std::size_t i = 0; i < 5; ++i) {
-    const double t = x(i);
-    REQUIRE(got(i) == Approx((2 * std::sin(t) + 4 * t * std::cos(t) - t * t * std::sin(t)) * v(i)).epsilon(1e-10));
-  }
-  // A matmul composition: f = sum(tanh(A w)); H v checked against differences of the gradient.
-  auto a = uniform<Shape<4, 5>>(29);
-  auto w = uniform<Shape<5, 1>>(30);
-  const auto u = uniform<Shape<5, 1>>(31);
-  auto fw = reduce_sum(tanh(matmul(a, w)));
-  auto [gw] = grad(fw, w);
-  gradcheck::check(reduce_sum(gw * u), w);
-  auto [l, hvu] = value_and_grad(reduce_sum(gw * u), w);
-  (void)l;
-  const double h = 1e-6;
-  for (std::size_t i = 0; i < 5; ++i) {
-    Tensor<double, Shape<5, 1>> wp = w + h * u, wm = w - h * u;
-    auto [gp] = grad(reduce_sum(tanh(matmul(a, wp))), wp);
-    auto [gm] = grad(reduce_sum(tanh(matmul(a, wm))), wm);
-    const Tensor<double, Shape<5, 1>> diff = (gp - gm) / (2 * h);
-    REQUIRE(hvu(i, 0) == Approx(diff(i, 0)).epsilon(1e-6));
-  }
 }
 
 TEST_CASE("a warm value_and_grad makes no allocation") {

@@ -1,0 +1,60 @@
+// Gradients of gradients (Hessian-vector products) and forward mode (jvp).
+#include "gradcheck.hpp"
+
+using namespace ctflow;
+
+namespace {
+template <class S> Tensor<double, S> uniform(std::uint64_t seed, double lo = -1, double hi = 1) { return random_uniform<double, S>(seed, lo, hi); }
+}  // namespace
+
+TEST_CASE("gradients of gradients: Hessian-vector products") {
+  auto x = uniform<Shape<5>>(27);
+  const auto v = uniform<Shape<5>>(28);
+  // f = sum(sin(x) * x^2): H v = (2 sin x + 4 x cos x - x^2 sin x) * v (diagonal Hessian).
+  auto f = reduce_sum(sin(x) * square(x));
+  auto [g] = grad(f, x);
+  auto [hv] = grad(reduce_sum(g * v), x);
+  const Tensor<double, Shape<5>> got = hv;
+  for (std::size_t i = 0; i < 5; ++i) {
+    const double t = x(i);
+    REQUIRE(got(i) == Approx((2 * std::sin(t) + 4 * t * std::cos(t) - t * t * std::sin(t)) * v(i)).epsilon(1e-10));
+  }
+  // A matmul composition: f = sum(tanh(A w)); H v checked against differences of the gradient.
+  auto a = uniform<Shape<4, 5>>(29);
+  auto w = uniform<Shape<5, 1>>(30);
+  const auto u = uniform<Shape<5, 1>>(31);
+  auto fw = reduce_sum(tanh(matmul(a, w)));
+  auto [gw] = grad(fw, w);
+  gradcheck::check(reduce_sum(gw * u), w);
+  auto [l, hvu] = value_and_grad(reduce_sum(gw * u), w);
+  (void)l;
+  const double h = 1e-6;
+  for (std::size_t i = 0; i < 5; ++i) {
+    Tensor<double, Shape<5, 1>> wp = w + h * u, wm = w - h * u;
+    auto [gp] = grad(reduce_sum(tanh(matmul(a, wp))), wp);
+    auto [gm] = grad(reduce_sum(tanh(matmul(a, wm))), wm);
+    const Tensor<double, Shape<5, 1>> diff = (gp - gm) / (2 * h);
+    REQUIRE(hvu(i, 0) == Approx(diff(i, 0)).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("jvp: the derivative along tangents matches finite differences") {
+  auto x = uniform<Shape<3, 4>>(40);
+  auto w = uniform<Shape<4, 2>>(41);
+  const auto tx = uniform<Shape<3, 4>>(42);
+  const auto tw = uniform<Shape<4, 2>>(43);
+  auto y = sin(matmul(square(x), w)) + reduce_mean(x);
+  const Tensor<double, Shape<3, 2>> got = jvp(y, dual(x, tx), dual(w, tw));
+  const double h = 1e-6;
+  Tensor<double, Shape<3, 4>> x0 = x;
+  Tensor<double, Shape<4, 2>> w0 = w;
+  x = x0 + h * tx;
+  w = w0 + h * tw;
+  const Tensor<double, Shape<3, 2>> up = y;
+  x = x0 - h * tx;
+  w = w0 - h * tw;
+  const Tensor<double, Shape<3, 2>> down = y;
+  x = x0;
+  w = w0;
+  for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got.data()[i] == Approx((up.data()[i] - down.data()[i]) / (2 * h)).epsilon(1e-6));
+}
