@@ -7,6 +7,15 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target benchmarks -j "$(nproc)"
 reps="--benchmark_repetitions=5 --benchmark_report_aggregates_only=true"
 
+# field FILE PREFIX [COUNTER]: the median row starting with PREFIX; its time, or COUNTER's value.
+field() {
+  awk -v t="$2" -v c="${3:-}" 'index($1, t) == 1 {
+    if (c == "") { print $2; exit }
+    for (i = 1; i <= NF; ++i) if (index($i, c "=") == 1) { v = substr($i, length(c) + 2); sub(/\/s$/, "", v); print v; exit }
+  }' "$1"
+}
+ratio() { echo "$1 / $2" | bc -l | cut -c1-5; }
+
 echo "== GEMM (ctflow vs OpenBLAS at its best core type)"
 OPENBLAS_CORETYPE=SkylakeX ./build/bench/bench_gemm $reps --benchmark_filter="${GEMM_FILTER:-.}" 2>/dev/null \
   | grep median | tee /tmp/ctflow_gemm.txt
@@ -15,20 +24,20 @@ echo "== element-wise and reductions (GB/s) against STREAM triad"
 ./build/bench/bench_elementwise $reps ${EW_FILTER:+--benchmark_filter=$EW_FILTER} 2>/dev/null | grep median | tee /tmp/ctflow_elementwise.txt
 /usr/bin/python3 bench/peers/elementwise_torch.py 1 2 | tee /tmp/ctflow_torch.txt
 for t in 1 2; do
-  ours=$(awk -v t="fused3/$t/" 'index($1, t) == 1 { for (i = 1; i <= NF; ++i) if ($i ~ /^GB\/s=/) { v = $i; sub(/^GB\/s=/, "", v); sub(/\/s$/, "", v); print v } }' /tmp/ctflow_elementwise.txt)
-  triad=$(awk -v t="triad/$t/" 'index($1, t) == 1 { for (i = 1; i <= NF; ++i) if ($i ~ /^GB\/s=/) { v = $i; sub(/^GB\/s=/, "", v); sub(/\/s$/, "", v); print v } }' /tmp/ctflow_elementwise.txt)
-  torch=$(awk -v t="torch_fused3/$t" '$1 == t { print $2 }' /tmp/ctflow_torch.txt)
-  echo "threads=$t fused3: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(echo "$ours / $triad" | bc -l | cut -c1-5), ctflow/torch $(echo "$ours / $torch" | bc -l | cut -c1-5)"
+  ours=$(field /tmp/ctflow_elementwise.txt "fused3/$t/" GB/s)
+  triad=$(field /tmp/ctflow_elementwise.txt "triad/$t/" GB/s)
+  torch=$(field /tmp/ctflow_torch.txt "torch_fused3/$t")
+  echo "threads=$t fused3: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(ratio "$ours" "$triad"), ctflow/torch $(ratio "$ours" "$torch")"
 done
 
 echo "== loss and gradients of an MLP 784-256-256-10 at batch 64 (median us per step)"
 ./build/bench/bench_autodiff $reps 2>/dev/null | grep median | tee /tmp/ctflow_autodiff.txt
 /usr/bin/python3 bench/peers/autodiff_torch.py 1 2 | tee /tmp/ctflow_autodiff_torch.txt
 for t in 1 2; do
-  ours=$(awk -v t="value_and_grad_mlp/$t/" 'index($1, t) == 1 { print $2 }' /tmp/ctflow_autodiff.txt)
-  hand=$(awk -v t="handwritten_mlp/$t/" 'index($1, t) == 1 { print $2 }' /tmp/ctflow_autodiff.txt)
-  torch=$(awk -v t="torch_mlp/$t" '$1 == t { print $2 }' /tmp/ctflow_autodiff_torch.txt)
-  echo "threads=$t: value_and_grad ${ours} us, hand-written ${hand} us, torch ${torch} us; torch/ctflow $(echo "$torch / $ours" | bc -l | cut -c1-5), ctflow/hand-written $(echo "$ours / $hand" | bc -l | cut -c1-5)"
+  ours=$(field /tmp/ctflow_autodiff.txt "value_and_grad_mlp/$t/")
+  hand=$(field /tmp/ctflow_autodiff.txt "handwritten_mlp/$t/")
+  torch=$(field /tmp/ctflow_autodiff_torch.txt "torch_mlp/$t")
+  echo "threads=$t: value_and_grad ${ours} us, hand-written ${hand} us, torch ${torch} us; torch/ctflow $(ratio "$torch" "$ours"), ctflow/hand-written $(ratio "$ours" "$hand")"
 done
 
 echo "== compile time"
