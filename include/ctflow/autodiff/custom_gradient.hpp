@@ -58,4 +58,11 @@ template <Expression X, class F, class Vjp> auto custom_gradient(X&& x, F&& f, V
   return expr::Unary<ops::custom_gradient_fn<X, Vjp>, Y>{{std::forward<X>(x), std::move(vjp)}, std::move(y)};
 }
 
+/// @brief The value of e, with the adjoint that reaches e replaced by vjp(e, g) before it goes
+/// further down (gradient clipping: `custom_gradient(h, [](auto&, auto& g) { return clip_by_value(g, -1.f, 1.f); })`).
+template <Expression E, class Vjp> auto custom_gradient(E&& e, Vjp vjp) {
+  return custom_gradient(std::forward<E>(e), [](auto& x) { return stop_gradient(x); }, std::move(vjp));
+}
+
 }  // namespace ctflow
+

@@ -141,4 +141,9 @@ TEST_CASE("custom_gradient replaces the derived gradient") {
   auto [gs] = grad(reduce_sum(ste * 3.0), x);
   const Tensor<double, Shape<6>> gst = gs;
   for (double v : gst) REQUIRE(v == 3.0);
+  // The two-argument form keeps the value and rewrites the adjoint that reaches it: clipping.
+  auto clipped = custom_gradient(x * 100.0, [](const auto&, const auto& up) { return clip_by_value(up, -1.0, 1.0); });
+  auto [l2, g2] = value_and_grad(reduce_sum(clipped * 5.0), x);
+  REQUIRE(l2 == Approx(eval(reduce_sum(x * 500.0))()));
+  for (double v : g2) REQUIRE(v == 100.0);
 }
