@@ -64,22 +64,29 @@ class block_cache {
   /// Gives every cached block back to the system.
   void trim() {
     std::lock_guard lk(m_);
-    for (auto& head : free_)
-      while (head) { node* n = head; head = n->next; std::free(n); }
-    cached_ = 0;
+    trim_locked();
   }
 
   void set_limit(std::size_t bytes) {
-    { std::lock_guard lk(m_); limit_ = bytes; }
-    if (cached_ > bytes) trim();
+    std::lock_guard lk(m_);
+    limit_ = bytes;
+    if (cached_ > bytes) trim_locked();
   }
-  std::size_t limit() const { return limit_; }
-  std::size_t cached_bytes() const { return cached_; }
+  std::size_t limit() const {
+    std::lock_guard lk(m_);
+    return limit_;
+  }
   /// How many blocks were taken from the system so far (tests check warm steps add none).
   std::size_t system_allocations() const { return system_allocations_.load(std::memory_order_relaxed); }
 
  private:
   struct node { node* next; };
+
+  void trim_locked() {
+    for (auto& head : free_)
+      while (head) { node* n = head; head = n->next; std::free(n); }
+    cached_ = 0;
+  }
 
   // Four classes per power of two (at most 25% slack); classes start at 64 bytes.
   static int size_class(std::size_t bytes) {
@@ -109,7 +116,7 @@ class block_cache {
     return p;
   }
 
-  std::mutex m_;
+  mutable std::mutex m_;
   node* free_[256] = {};
   std::size_t cached_ = 0;
   std::size_t limit_ = std::size_t(1) << 30;
