@@ -390,24 +390,33 @@ template <int Axis = 0, Expression E> auto unstack(const E& e) {
 
 namespace ops {
 
+/// Params of extents `params` seen as [outer, n, inner] around Axis, with nidx checked indices:
+/// gather and its adjoint walk the same slices.
+template <int Axis> struct gather_layout {
+  std::size_t outer = 1, n = 1, inner = 1, nidx = 1;
+  template <std::size_t RP, class I, std::size_t RI>
+  gather_layout(const dims_t<RP>& params, const expr::strided_view<I, RI>& idx) {
+    for (std::size_t i = 0; i < RP; ++i) {
+      if (int(i) < Axis) outer *= params[i];
+      if (int(i) > Axis) inner *= params[i];
+    }
+    n = params[std::size_t(Axis)];
+    for (auto x : idx.dims) nidx *= x;
+    for (std::size_t j = 0; j < nidx; ++j)
+      if (idx.data[j] < 0 || std::size_t(idx.data[j]) >= n)
+        throw value_error("ctflow::gather: index " + std::to_string(std::int64_t(idx.data[j])) + " out of range [0, " + std::to_string(n) + ")");
+  }
+};
+
 template <class T, class SP, class SI, class S, int Axis, class I> struct gather_kernel {
   using value_type = T;
   using shape_type = S;
   dims_t<std::size_t(S::rank)> out_dims{};
   void run(T* out, const expr::strided_view<T, std::size_t(SP::rank)>& p, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    std::size_t outer = 1, inner = 1, nidx = 1;
-    for (int i = 0; i < SP::rank; ++i) {
-      if (i < Axis) outer *= p.dims[std::size_t(i)];
-      if (i > Axis) inner *= p.dims[std::size_t(i)];
-    }
-    for (auto x : idx.dims) nidx *= x;
-    const std::size_t n = p.dims[std::size_t(Axis)];
-    for (std::size_t j = 0; j < nidx; ++j)
-      if (idx.data[j] < 0 || std::size_t(idx.data[j]) >= n)
-        throw value_error("ctflow::gather: index " + std::to_string(std::int64_t(idx.data[j])) + " out of range [0, " + std::to_string(n) + ")");
-    for (std::size_t o = 0; o < outer; ++o)
-      for (std::size_t j = 0; j < nidx; ++j)
-        std::memcpy(out + (o * nidx + j) * inner, p.data + (o * n + std::size_t(idx.data[j])) * inner, inner * sizeof(T));
+    const gather_layout<Axis> at(p.dims, idx);
+    for (std::size_t o = 0; o < at.outer; ++o)
+      for (std::size_t j = 0; j < at.nidx; ++j)
+        std::memcpy(out + (o * at.nidx + j) * at.inner, p.data + (o * at.n + std::size_t(idx.data[j])) * at.inner, at.inner * sizeof(T));
   }
 };
 

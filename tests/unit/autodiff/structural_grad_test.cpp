@@ -107,6 +107,11 @@ TEST_CASE("concat, stack, split, gather, pad and tile") {
   Tensor<std::int32_t, Shape<4>> idx;
   idx(0) = 2; idx(1) = 0; idx(2) = 2; idx(3) = 1;
   gradcheck::check(reduce_sum(square(gather<1>(a, idx))), a);
+  // The adjoint checks the indices too (a gradient expression may be evaluated without the
+  // forward gather running).
+  idx(3) = 3;
+  auto [bad] = grad(reduce_sum(gather<1>(a, idx)), a);
+  REQUIRE_THROWS_WITH(eval(bad), Catch::Contains("ctflow::gather: index 3 out of range [0, 3)"));
   gradcheck::check(reduce_sum(square(pad(a, {{{1, 0}, {2, 1}}}) + 1.0)), a);
   gradcheck::check(reduce_sum(square(tile<2, 3>(a)) * 0.5), a);
 }

@@ -63,19 +63,13 @@ template <class T, class SP, class SG, class SI, int Axis, class I> struct gathe
   using shape_type = SP;
   dims_t<std::size_t(SP::rank)> out_dims{};
   void run(T* out, const expr::strided_view<T, std::size_t(SG::rank)>& g, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    std::size_t outer = 1, inner = 1, nidx = 1;
-    for (int i = 0; i < SP::rank; ++i) {
-      if (i < Axis) outer *= out_dims[std::size_t(i)];
-      if (i > Axis) inner *= out_dims[std::size_t(i)];
-    }
-    for (auto x : idx.dims) nidx *= x;
-    const std::size_t n = out_dims[std::size_t(Axis)];
+    const ops::gather_layout<Axis> at(out_dims, idx);
     std::fill_n(out, product(out_dims), T(0));
-    for (std::size_t o = 0; o < outer; ++o)
-      for (std::size_t j = 0; j < nidx; ++j) {
-        T* dst = out + (o * n + std::size_t(idx.data[j])) * inner;
-        const T* src = g.data + (o * nidx + j) * inner;
-        for (std::size_t i = 0; i < inner; ++i) dst[i] = T(compute_t<T>(dst[i]) + compute_t<T>(src[i]));
+    for (std::size_t o = 0; o < at.outer; ++o)
+      for (std::size_t j = 0; j < at.nidx; ++j) {
+        T* dst = out + (o * at.n + std::size_t(idx.data[j])) * at.inner;
+        const T* src = g.data + (o * at.nidx + j) * at.inner;
+        for (std::size_t i = 0; i < at.inner; ++i) dst[i] = T(compute_t<T>(dst[i]) + compute_t<T>(src[i]));
       }
   }
 };
