@@ -226,24 +226,29 @@ template <class G> constexpr bool cheap() { return count_boundaries<G>() == 0 &&
 template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx& ctx);
 template <class N, class Ctx> void count_reads_below(const N& n, Ctx& ctx);
 
+/// Can an adjoint flow from n to its operand I and reach a variable? The type decides whether it
+/// can at all (then `flows`), the leaves' identity whether it does here.
+template <std::size_t I, class N, class Ctx> constexpr bool flows() {
+  return Ctx::template may_reach<operand_t<I, N>>() && rule<N>::template differentiable<I>;
+}
+template <std::size_t I, class N, class Ctx> bool live(const N& n, const Ctx& ctx) {
+  if constexpr (flows<I, N, Ctx>()) return reaches(operand<I>(n), ctx.targets);
+  else return false;
+}
+
 template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, const G& g, const Y& y, Ctx& ctx) {
   using R = rule<N>;
   CTFLOW_STATIC_CHECK(R::known, ctflow::detail::fixed_string("ctflow::grad: an op of the loss has no gradient rule"));
   if constexpr (R::known) {
     constexpr std::size_t A = arity_v<N>;
-    std::array<bool, A> live{};
+    std::array<bool, A> on{};
     std::size_t count = 0;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((live[I] = [&] {
-         if constexpr (Ctx::template may_reach<operand_t<I, N>>() && R::template differentiable<I>) return reaches(operand<I>(n), ctx.targets);
-         else return false;
-       }(), count += live[I]), ...);
-    }(std::make_index_sequence<A>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) { ((on[I] = live<I>(n, ctx), count += on[I]), ...); }(std::make_index_sequence<A>{});
     auto each = [&](const auto& adj) {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         ([&] {
-          if constexpr (Ctx::template may_reach<operand_t<I, N>>() && R::template differentiable<I>)
-            if (live[I]) backprop(operand<I>(n), R::template vjp<I>(n, adj, y), ctx);
+          if constexpr (flows<I, N, Ctx>())
+            if (on[I]) backprop(operand<I>(n), R::template vjp<I>(n, adj, y), ctx);
         }(), ...);
       }(std::make_index_sequence<A>{});
     };
@@ -300,12 +305,11 @@ template <class N, class Ctx> void count_reads(const N& n, Ctx& ctx) {
 }
 
 template <class N, class Ctx> void count_reads_below(const N& n, Ctx& ctx) {
-  using R = rule<N>;
-  if constexpr (R::known) {
+  if constexpr (rule<N>::known) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ([&] {
-        if constexpr (Ctx::template may_reach<operand_t<I, N>>() && R::template differentiable<I>)
-          if (reaches(operand<I>(n), ctx.targets)) count_reads(operand<I>(n), ctx);
+        if constexpr (flows<I, N, Ctx>())
+          if (live<I>(n, ctx)) count_reads(operand<I>(n), ctx);
       }(), ...);
     }(std::make_index_sequence<arity_v<N>>{});
   }

@@ -94,17 +94,7 @@ template <std::size_t I, class N> const auto& operand(const N& n) {
 
 // ---- which leaf types a tree holds ----------------------------------------------------------
 
-/// Does a leaf of type V occur in E? (Frozen nodes look through to the node they keep.)
-template <class E, class V> constexpr bool holds_leaf() {
-  using N = std::remove_cvref_t<E>;
-  if constexpr (is_frozen_v<N>) return holds_leaf<decltype(N::node), V>();
-  else if constexpr (is_leaf_v<N>) return std::is_same_v<N, std::remove_cvref_t<V>>;
-  else return []<std::size_t... I>(std::index_sequence<I...>) {
-    return (holds_leaf<operand_t<I, N>, V>() || ...);
-  }(std::make_index_sequence<arity_v<N>>{});
-}
-
-/// How many leaves of type V E holds.
+/// How many leaves of type V E holds. (Frozen nodes look through to the node they keep.)
 template <class E, class V> constexpr std::size_t count_leaf() {
   using N = std::remove_cvref_t<E>;
   if constexpr (is_frozen_v<N>) return count_leaf<decltype(N::node), V>();
@@ -113,6 +103,9 @@ template <class E, class V> constexpr std::size_t count_leaf() {
     return (std::size_t(0) + ... + count_leaf<operand_t<I, N>, V>());
   }(std::make_index_sequence<arity_v<N>>{});
 }
+
+/// Does a leaf of type V occur in E?
+template <class E, class V> constexpr bool holds_leaf() { return count_leaf<E, V>() > 0; }
 
 /// An owning leaf (Tensor, Variable): nodes keep it by reference.
 template <class E> constexpr bool is_owning_leaf() {
@@ -160,15 +153,10 @@ template <class E, class... V> bool reaches(const E& e, const std::tuple<const V
 }
 
 /// Boundaries in E (each is computed once by the forward pass of value_and_grad).
-template <class E> constexpr bool is_boundary() {
-  using N = std::remove_cvref_t<E>;
-  return expr::is_computed<N>::value;
-}
-
 template <class E> constexpr std::size_t count_boundaries() {
   using N = std::remove_cvref_t<E>;
   if constexpr (is_leaf_v<N>) return 0;
-  else return std::size_t(is_boundary<N>()) + []<std::size_t... I>(std::index_sequence<I...>) {
+  else return std::size_t(expr::is_computed<N>::value) + []<std::size_t... I>(std::index_sequence<I...>) {
     return (std::size_t(0) + ... + count_boundaries<operand_t<I, N>>());
   }(std::make_index_sequence<arity_v<N>>{});
 }

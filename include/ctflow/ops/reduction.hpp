@@ -99,7 +99,6 @@ template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, i
   }();
   using value_type = T;
   using shape_type = shape_of<out_extents>;
-  using V = compute_t<T>;
   dims_t<std::size_t(RO)> out_dims{};
 
   static reduce_kernel make(const dims_t<std::size_t(RI)>& in) {
