@@ -1,0 +1,356 @@
+// The readers and writers: CRC32C against published vectors; TFRecord round trips (plain and
+// GZIP) and damaged files; tf.train.Example both ways against python3-protobuf with TensorFlow's
+// schema; parse errors; CSV; IDX and the Fashion-MNIST loader; PNG and JPEG; image ops.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include <jpeglib.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ctflow/ctflow.hpp>
+#include <ctflow/data.hpp>
+
+using namespace ctflow;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/ctflow_readers_XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    if (!d) throw std::runtime_error("mkdtemp failed");
+    return std::string(d);
+  }();
+  return dir + "/" + name;
+}
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+void spit(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+std::vector<std::string> records(const std::string& path, const std::string& compression = "") {
+  std::vector<std::string> r;
+  for (const auto& rec : data::TFRecordDataset(path, compression)) r.push_back(rec);
+  return r;
+}
+int python(const std::string& args) { return std::system((std::string(CTFLOW_PYTHON) + " " + CTFLOW_EXAMPLE_PROTO + " " + args).c_str()); }
+
+/// Record i of the recipe that example_proto.py writes and checks.
+io::Example recipe(int i) {
+  std::vector<float> image, var;
+  for (int k = 0; k < 6; ++k) image.push_back(float(i) + 0.5f * float(k));
+  for (int j = 0; j < i; ++j) var.push_back(0.25f * float(j));
+  return {{"image", io::float_list(image)},
+          {"label", io::int64_list({1000 * std::int64_t(i) - 3})},
+          {"name", io::bytes_list({"rec" + std::to_string(i)})},
+          {"var", io::float_list(var)}};
+}
+
+}  // namespace
+
+TEST_CASE("CRC32C matches the published test vectors (RFC 3720 B.4) and TensorFlow's masking") {
+  std::vector<std::uint8_t> zeros(32, 0), ones(32, 0xFF), inc(32), dec(32);
+  for (int i = 0; i < 32; ++i) {
+    inc[std::size_t(i)] = std::uint8_t(i);
+    dec[std::size_t(i)] = std::uint8_t(31 - i);
+  }
+  REQUIRE(io::crc32c(zeros.data(), 32) == 0x8A9136AAu);
+  REQUIRE(io::crc32c(ones.data(), 32) == 0x62A8AB43u);
+  REQUIRE(io::crc32c(inc.data(), 32) == 0x46DD794Eu);
+  REQUIRE(io::crc32c(dec.data(), 32) == 0x113FDB5Cu);
+  REQUIRE(io::crc32c("123456789", 9) == 0xE3069283u);
+  // The hardware path and the portable one agree on every length and alignment.
+  std::vector<std::uint8_t> bytes(300);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::uint8_t(i * 131 + 7);
+  for (std::size_t off = 0; off < 9; ++off)
+    for (std::size_t n = 0; n + off <= bytes.size(); n += 37)
+      REQUIRE(~io::detail::crc32c_portable(~0u, bytes.data() + off, n) == io::crc32c(bytes.data() + off, n));
+  for (std::uint32_t c : {0u, 1u, 0xDEADBEEFu, 0xFFFFFFFFu}) REQUIRE(io::unmask_crc(io::mask_crc(c)) == c);
+}
+
+TEST_CASE("TFRecord: round trips plain and GZIP; damaged files give io_error") {
+  const std::vector<std::string> recs{"hello", "", std::string(200000, 'x'), std::string("\0\1\2", 3)};
+  for (std::string comp : {"", "GZIP"}) {
+    const auto path = temp_path("round" + comp + ".tfrecord");
+    {
+      io::TFRecordWriter w(path, comp);
+      for (const auto& r : recs) w.write(r);
+    }
+    REQUIRE(records(path, comp) == recs);
+    REQUIRE(records(path, comp) == recs);  // a second pass
+  }
+  const auto path = temp_path("round.tfrecord");
+  const std::string good = slurp(path);
+  REQUIRE(good.size() == 4 * 16 + 5 + 200000 + 3);
+  auto damaged = good;
+  damaged[12 + 2] ^= 1;  // a byte of the first record
+  spit(temp_path("bad_data.tfrecord"), damaged);
+  REQUIRE_THROWS_WITH(records(temp_path("bad_data.tfrecord")), Catch::Contains("at offset 0: corrupted record: data CRC mismatch"));
+  damaged = good;
+  damaged[16 + 5 + 3] ^= 1;  // the length of the second record
+  spit(temp_path("bad_len.tfrecord"), damaged);
+  REQUIRE_THROWS_WITH(records(temp_path("bad_len.tfrecord")), Catch::Contains("at offset 21: corrupted record: length CRC mismatch"));
+  spit(temp_path("short.tfrecord"), good.substr(0, good.size() - 10));
+  REQUIRE_THROWS_WITH(records(temp_path("short.tfrecord")), Catch::Contains("truncated record"));
+  spit(temp_path("short_header.tfrecord"), good.substr(0, 16 + 5 + 7));
+  REQUIRE_THROWS_WITH(records(temp_path("short_header.tfrecord")), Catch::Contains("truncated record header (7 of 12 bytes)"));
+  // A header claiming 2^60 bytes with a valid CRC: refused when the bytes do not arrive.
+  std::string huge(12, '\0');
+  const std::uint64_t n = std::uint64_t(1) << 60;
+  for (int i = 0; i < 8; ++i) huge[std::size_t(i)] = char(std::uint8_t(n >> (8 * i)));
+  const std::uint32_t crc = io::mask_crc(io::crc32c(huge.data(), 8));
+  for (int i = 0; i < 4; ++i) huge[8 + std::size_t(i)] = char(std::uint8_t(crc >> (8 * i)));
+  spit(temp_path("huge.tfrecord"), huge + "abc");
+  REQUIRE_THROWS_WITH(records(temp_path("huge.tfrecord")), Catch::Contains("truncated record: 3 of 1152921504606846976 bytes"));
+  REQUIRE_THROWS_AS(records(temp_path("missing.tfrecord")), io_error);
+  REQUIRE_THROWS_AS(records(path, "GZIP"), io_error);  // not gzip data
+  REQUIRE_THROWS_AS(data::TFRecordDataset(path, "ZLIB"), value_error);
+  // Several files in order; a writer destroyed by an exception leaves no file behind.
+  REQUIRE(data::TFRecordDataset({path, path}).take(5).cardinality() == data::unknown_cardinality);
+  std::size_t count = 0;
+  for (const auto& r : data::TFRecordDataset({path, path})) count += r.size() > 0;
+  REQUIRE(count == 6);
+  try {
+    io::TFRecordWriter w(temp_path("abandoned.tfrecord"));
+    w.write("partial");
+    throw std::runtime_error("stop");
+  } catch (const std::runtime_error&) {
+  }
+  REQUIRE_FALSE(std::ifstream(temp_path("abandoned.tfrecord")).good());
+}
+
+TEST_CASE("tf.train.Example: ctflow's files decode with python3-protobuf and TensorFlow's schema, and back") {
+  const auto ours = temp_path("ours.tfrecord");
+  {
+    io::TFRecordWriter w(ours);
+    for (int i = 0; i < 7; ++i) w.write(recipe(i).SerializeToString());
+  }
+  REQUIRE(python("check " + ours + " 7") == 0);
+  REQUIRE(python("check " + ours + " 6") != 0);  // the checker can fail
+  const auto theirs = temp_path("theirs.tfrecord");
+  REQUIRE(python("write " + theirs + " 7") == 0);
+  int i = 0;
+  for (const auto& rec : data::TFRecordDataset(theirs)) {
+    auto [image, label, name, var] = io::parse_single_example(rec, io::FixedLenFeature<float, Shape<2, 3>>("image"),
+                                                              io::FixedLenFeature<std::int64_t>("label"),
+                                                              io::FixedLenFeature<std::string>("name"), io::VarLenFeature<float>("var"));
+    const auto want = recipe(i);
+    REQUIRE(std::vector<float>(image.begin(), image.end()) == want.features.at("image").floats);
+    REQUIRE(label.data()[0] == want.features.at("label").int64s[0]);
+    REQUIRE(name == want.features.at("name").bytes[0]);
+    REQUIRE(std::vector<float>(var.values.begin(), var.values.end()) == want.features.at("var").floats);
+    REQUIRE(var.dense_shape[0] == std::size_t(i));
+    const auto parsed = io::Example::ParseFromString(rec);
+    REQUIRE(parsed.features.at("var").floats == want.features.at("var").floats);
+    REQUIRE(parsed.SerializeToString() == want.SerializeToString());
+    ++i;
+  }
+  REQUIRE(i == 7);
+}
+
+TEST_CASE("parse_single_example / parse_example: defaults, TensorFlow's errors, both encodings") {
+  const auto ex = recipe(3).SerializeToString();
+  REQUIRE_THROWS_WITH(io::parse_single_example(ex, io::FixedLenFeature<float, Shape<212>>("var")),
+                      "Key: var. Can't parse serialized Example: expected 212 floats, got 3");
+  REQUIRE_THROWS_WITH(io::parse_single_example(ex, io::FixedLenFeature<float>("label")),
+                      "Key: label. Data types don't match. Data type: int64 but expected type: float");
+  REQUIRE_THROWS_WITH(io::parse_single_example(ex, io::FixedLenFeature<std::int64_t>("nope")),
+                      "Feature: nope (data type: int64) is required but could not be found.");
+  auto [d, v] = io::parse_single_example(ex, io::FixedLenFeature<std::int64_t, Shape<2>>("nope", 5), io::VarLenFeature<std::string>("zip"));
+  REQUIRE((d(0) == 5 && d(1) == 5));
+  REQUIRE(v.values.empty());
+  // Unpacked repeated floats and int64s (valid protobuf, written by some producers) parse too.
+  std::string unpacked;
+  {
+    ctflow::detail::pb::writer w{unpacked};
+    w.message(1, [](auto& fs) {
+      fs.message(1, [](auto& e) {
+        e.bytes(1, "f");
+        e.message(2, [](auto& f) { f.message(2, [](auto& l) { l.float32(1, 1.5f); l.float32(1, -2.f); }); });
+      });
+      fs.message(1, [](auto& e) {
+        e.bytes(1, "i");
+        e.message(2, [](auto& f) { f.message(3, [](auto& l) { l.uint64(1, std::uint64_t(-7)); l.uint64(1, 9); }); });
+      });
+    });
+  }
+  auto [f, n] = io::parse_single_example(unpacked, io::FixedLenFeature<float, Shape<2>>("f"), io::FixedLenFeature<std::int64_t, Shape<2>>("i"));
+  REQUIRE((f(0) == 1.5f && f(1) == -2.f && n(0) == -7 && n(1) == 9));
+  // Malformed bytes: io_error, whatever the damage.
+  for (std::size_t cut = 1; cut < ex.size(); cut += 3) REQUIRE_THROWS_AS(io::parse_single_example(ex.substr(0, cut), io::FixedLenFeature<float, Shape<6>>("image")), io_error);
+  // A batch: fixed-length features stacked, var-length ones as a [batch, longest] SparseTensor.
+  std::vector<std::string> batch{recipe(1).SerializeToString(), recipe(3).SerializeToString(), recipe(0).SerializeToString()};
+  auto [images, vars] = io::parse_example(batch, io::FixedLenFeature<float, Shape<6>>("image"), io::VarLenFeature<float>("var"));
+  static_assert(std::is_same_v<decltype(images), Tensor<float, Shape<dyn, 6>>>);
+  REQUIRE(images(1, 5) == 3.f + 2.5f);
+  REQUIRE(vars.dense_shape == dims_t<2>{3, 3});
+  REQUIRE(vars.indices.dims()[0] == 4);
+  REQUIRE((vars.indices(3, 0) == 1 && vars.indices(3, 1) == 2 && vars.values(3) == 0.5f));
+}
+
+TEST_CASE("CsvDataset: types, defaults, quotes, select_cols, na_value, GZIP, and errors naming line and column") {
+  const auto path = temp_path("a.csv");
+  spit(path, "x,n,name\n1.5,2,\"a,b\"\r\n-3e2,,\"say \"\"hi\"\"\"\n\n4,+7,\"multi\nline\"\nNA,1,z\n");
+  auto ds = data::CsvDataset<float, std::int64_t, std::string>(path, {9.f, 0, ""}, {.header = true, .na_value = "NA"});
+  std::vector<float> xs;
+  std::vector<std::int64_t> ns;
+  std::vector<std::string> names;
+  for (const auto& [x, n, name] : ds) {
+    xs.push_back(x.data()[0]);
+    ns.push_back(n.data()[0]);
+    names.push_back(name);
+  }
+  REQUIRE(xs == std::vector<float>{1.5f, -300.f, 4.f, 9.f});
+  REQUIRE(ns == std::vector<std::int64_t>{2, 0, 7, 1});
+  REQUIRE(names == std::vector<std::string>{"a,b", "say \"hi\"", "multi\nline", "z"});
+  auto cols = data::CsvDataset<std::string, float>(path, {std::nullopt, std::nullopt}, {.header = true, .select_cols = {1, 2}});
+  REQUIRE_THROWS_WITH([&] { for (const auto& e : cols) (void)e; }(), Catch::Contains("a.csv:2: column 2: cannot parse \"a,b\" as float32"));
+  auto required = data::CsvDataset<float, std::int64_t, std::string>(path, {std::nullopt, std::nullopt, ""}, {.header = true});
+  REQUIRE_THROWS_WITH([&] { for (const auto& e : required) (void)e; }(),
+                      Catch::Contains("a.csv:3: column 1: field is empty and the column has no default (record_defaults)"));
+  spit(temp_path("b.csv"), "1,2\n3\n");
+  REQUIRE_THROWS_WITH([&] { for (const auto& e : data::CsvDataset<double, std::int32_t>(temp_path("b.csv"), {0.0, 0})) (void)e; }(),
+                      Catch::Contains("b.csv:2: expected 2 fields, got 1"));
+  spit(temp_path("c.csv"), "1,\"open\n");
+  REQUIRE_THROWS_WITH([&] { for (const auto& e : data::CsvDataset<double, std::string>(temp_path("c.csv"), {0.0, ""})) (void)e; }(),
+                      Catch::Contains("c.csv:1: column 1: unterminated quoted field"));
+  spit(temp_path("d.csv"), "99999999999\n");
+  REQUIRE_THROWS_WITH([&] { for (const auto& e : data::CsvDataset<std::int32_t>(temp_path("d.csv"), {0})) (void)e; }(),
+                      Catch::Contains("cannot parse \"99999999999\" as int32 (out of range)"));
+  {
+    io::TFRecordWriter unused(temp_path("unused.tfrecord"));  // (the gzip writer of detail::atomic_output)
+  }
+  ctflow::detail::atomic_output gz(temp_path("e.csv.gz"), ctflow::detail::compression::gzip, "test");
+  const std::string body = "1;2\n3;4\n";
+  gz.write(body.data(), body.size());
+  gz.commit();
+  double total = 0;
+  for (const auto& [a, b] : data::CsvDataset<double, double>(temp_path("e.csv.gz"), {0.0, 0.0}, {.field_delim = ';', .compression_type = "GZIP"}))
+    total += a.data()[0] * b.data()[0];
+  REQUIRE(total == 14.0);
+  REQUIRE_THROWS_AS(data::CsvDataset<double>(path, {0.0}, {.select_cols = {2, 1}}), value_error);
+}
+
+TEST_CASE("IDX files and the Fashion-MNIST loader") {
+  // A big-endian int16 [2, 3] IDX file, gzip'ed and plain.
+  std::string idx{0, 0, 0x0B, 2, 0, 0, 0, 2, 0, 0, 0, 3};
+  for (int i = 0; i < 6; ++i) {
+    const std::int16_t v = std::int16_t(-300 + 200 * i);
+    idx.push_back(char(std::uint16_t(v) >> 8));
+    idx.push_back(char(std::uint16_t(v) & 0xFF));
+  }
+  spit(temp_path("t.idx"), idx);
+  const auto t = data::read_idx<std::int16_t, 2>(temp_path("t.idx"));
+  REQUIRE(t.dims() == dims_t<2>{2, 3});
+  REQUIRE((t(0, 0) == -300 && t(1, 2) == 700));
+  REQUIRE_THROWS_WITH((data::read_idx<std::uint8_t, 2>(temp_path("t.idx"))), Catch::Contains("element type code 11 is not that of uint8 (8)"));
+  REQUIRE_THROWS_WITH((data::read_idx<std::int16_t, 3>(temp_path("t.idx"))), Catch::Contains("rank 2, expected 3"));
+  spit(temp_path("short.idx"), idx.substr(0, idx.size() - 1));
+  REQUIRE_THROWS_WITH((data::read_idx<std::int16_t, 2>(temp_path("short.idx"))), Catch::Contains("need 12 bytes of data, the file has 11"));
+  std::string lying = idx;
+  lying[4] = lying[5] = lying[6] = char(0xFF);  // 2^32-ish rows: no allocation, an error
+  spit(temp_path("lying.idx"), lying);
+  REQUIRE_THROWS_AS((data::read_idx<std::int16_t, 2>(temp_path("lying.idx"))), io_error);
+
+  auto [train, test] = datasets::fashion_mnist::load_data();
+  REQUIRE(train.first.dims() == dims_t<3>{60000, 28, 28});
+  REQUIRE(train.second.dims() == dims_t<1>{60000});
+  REQUIRE(test.first.dims() == dims_t<3>{10000, 28, 28});
+  std::array<int, 10> per_class{};
+  for (auto y : train.second) per_class.at(y)++;
+  for (int c : per_class) REQUIRE(c == 6000);  // Fashion-MNIST is balanced
+  REQUIRE(train.second(0) == 9);                // the first training image is an ankle boot
+  REQUIRE_THROWS_AS(datasets::mnist::load_data(temp_path("nowhere")), io_error);
+}
+
+TEST_CASE("PNG and JPEG: round trips, channel conversion, corrupt data") {
+  for (std::size_t c = 1; c <= 4; ++c) {
+    Tensor<std::uint8_t, Shape<dyn, dyn, dyn>> img({5, 7, c});
+    for (std::size_t i = 0; i < img.size(); ++i) img.data()[i] = std::uint8_t(i * 37 + c);
+    const auto png = io::encode_png(img);
+    REQUIRE(png.substr(1, 3) == "PNG");
+    const auto back = io::decode_png(png);
+    REQUIRE(back.dims() == img.dims());
+    REQUIRE(std::equal(back.begin(), back.end(), img.begin()));
+  }
+  Tensor<std::uint8_t, Shape<1, 2, 3>> rgb;
+  const std::uint8_t px[] = {255, 0, 0, 10, 20, 30};
+  std::copy(px, px + 6, rgb.data());
+  const auto png = io::encode_png(rgb);
+  const auto gray = io::decode_png(png, 1);
+  REQUIRE((gray(0, 0, 0) == 54 && gray(0, 1, 0) == 19));  // Rec. 709: 0.2126 R + 0.7152 G + 0.0722 B
+  const auto rgba = io::decode_png(png, 4);
+  REQUIRE((rgba(0, 1, 2) == 30 && rgba(0, 1, 3) == 255));
+  REQUIRE_THROWS_AS(io::decode_png(png.substr(0, png.size() / 2)), io_error);
+  REQUIRE_THROWS_AS(io::decode_png("not a png"), io_error);
+  REQUIRE_THROWS_AS(io::decode_png(png, 5), value_error);
+
+  // A JPEG made with libjpeg at quality 100 decodes close to its source.
+  const std::size_t h = 16, w = 24;
+  std::vector<std::uint8_t> src(h * w * 3);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint8_t((i / 3 % w) * 6 + (i / 3 / w) * 2 + (i % 3) * 40);  // smooth: no wrap-around
+  jpeg_compress_struct cinfo{};
+  jpeg_error_mgr jerr{};
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  unsigned char* mem = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &mem, &size);
+  cinfo.image_width = JDIMENSION(w);
+  cinfo.image_height = JDIMENSION(h);
+  cinfo.input_components = 3;
+  cinfo.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 100, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = src.data() + cinfo.next_scanline * w * 3;
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  const std::string jpg(reinterpret_cast<const char*>(mem), size);
+  jpeg_destroy_compress(&cinfo);
+  std::free(mem);
+  const auto dec = io::decode_jpeg(jpg);
+  REQUIRE(dec.dims() == dims_t<3>{h, w, 3});
+  int worst = 0;
+  for (std::size_t i = 0; i < src.size(); ++i) worst = std::max(worst, std::abs(int(dec.data()[i]) - int(src[i])));
+  REQUIRE(worst <= 8);
+  REQUIRE(io::decode_jpeg(jpg, 1).dims() == dims_t<3>{h, w, 1});
+  REQUIRE_THROWS_AS(io::decode_jpeg(jpg.substr(0, 100)), io_error);
+  REQUIRE_THROWS_WITH(io::decode_jpeg("garbage!"), Catch::Contains("ctflow::io::decode_jpeg: corrupt JPEG data: Not a JPEG file"));
+}
+
+TEST_CASE("image ops: flips and rot90 as views, resize with half-pixel centers, standardization, random_crop") {
+  Tensor<float, Shape<2, 3, 1>> x = reshape<Shape<2, 3, 1>>(range<float>(1.f, 7.f));  // [[1 2 3] [4 5 6]]
+  Tensor<float, Shape<2, 3, 1>> lr = image::flip_left_right(x), ud = image::flip_up_down(x);
+  REQUIRE((lr(0, 0, 0) == 3.f && ud(0, 0, 0) == 4.f));
+  Tensor<float, Shape<3, 2, 1>> r1 = image::rot90(x);      // counter-clockwise: [[3 6] [2 5] [1 4]]
+  REQUIRE((r1(0, 0, 0) == 3.f && r1(0, 1, 0) == 6.f && r1(2, 0, 0) == 1.f));
+  Tensor<float, Shape<3, 2, 1>> r3 = image::rot90<3>(x);   // clockwise: [[4 1] [5 2] [6 3]]
+  REQUIRE((r3(0, 0, 0) == 4.f && r3(2, 1, 0) == 3.f));
+  Tensor<float, Shape<2, 3, 1>> r4 = image::rot90<2>(image::rot90<2>(x));
+  REQUIRE(std::equal(r4.begin(), r4.end(), x.begin()));
+  Tensor<float, Shape<2, 2, 1>> s = reshape<Shape<2, 2, 1>>(range<float>(1.f, 5.f));
+  const auto up = image::resize<4, 4>(s);  // TensorFlow 2: [1, 1.25, 1.75, 2] on the first row
+  REQUIRE((up(0, 0, 0) == 1.f && up(0, 1, 0) == 1.25f && up(0, 2, 0) == 1.75f && up(3, 3, 0) == 4.f && up(1, 0, 0) == 1.5f));
+  const auto nn = image::resize<3, 3>(s, image::ResizeMethod::NEAREST_NEIGHBOR);
+  REQUIRE((nn(0, 1, 0) == 2.f && nn(1, 0, 0) == 3.f && nn(2, 2, 0) == 4.f));
+  const auto st = image::per_image_standardization(s);
+  double m = 0, v = 0;
+  for (float a : st) m += a;
+  for (float a : st) v += a * a;
+  REQUIRE(std::abs(m) < 1e-6);
+  REQUIRE(std::abs(v / 4 - 1) < 1e-6);
+  Tensor<float, Shape<1, 2, 1>> c1 = image::random_crop<Shape<1, 2, 1>>(x, 3), c2 = image::random_crop<Shape<1, 2, 1>>(x, 3);
+  REQUIRE(std::equal(c1.begin(), c1.end(), c2.begin()));  // seeded
+  REQUIRE(c1(0, 1, 0) == c1(0, 0, 0) + 1.f);              // a contiguous window of x
+  Tensor<float, Shape<dyn, dyn, 1>> xd({2, 3, 1});  // (a static image too small is a compile error)
+  REQUIRE_THROWS_WITH((image::random_crop<Shape<3, 1, 1>>(xd, 1)), "ctflow::image::random_crop: crop larger than the image: [3,1,1] x [2,3,1]");
+}
