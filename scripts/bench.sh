@@ -40,6 +40,20 @@ for t in 1 2; do
   echo "threads=$t: value_and_grad ${ours} us, hand-written ${hand} us, torch ${torch} us; torch/ctflow $(ratio "$torch" "$ours"), ctflow/hand-written $(ratio "$ours" "$hand")"
 done
 
+echo "== data pipeline: TFRecord read with CRC checks (GB/s, one core) and a Fashion-MNIST input pipeline"
+./build/bench/bench_data $reps 2>/dev/null | grep median | tee /tmp/ctflow_data.txt
+/usr/bin/python3 bench/peers/data_torch.py 1 2 | tee /tmp/ctflow_data_torch.txt
+for size in 1024 102400; do
+  ours=$(field /tmp/ctflow_data.txt "tfrecord_read/$size/" GB/s)
+  raw=$(field /tmp/ctflow_data.txt "raw_read/1024/" GB/s)
+  echo "TFRecord records of $size bytes: ${ours} GB/s (goal >= 1), $(ratio "$ours" "$raw") of a plain read of the file"
+done
+for t in 1 2; do
+  ours=$(field /tmp/ctflow_data.txt "fashion_mnist_pipeline/$t/" examples/s | sed 's/k$//')
+  torch=$(awk -v t="torch_pipeline/$t" '$1 == t { print $2 / 1000 }' /tmp/ctflow_data_torch.txt)
+  echo "threads=$t pipeline: ctflow ${ours}k examples/s, torch DataLoader ${torch}k; ctflow/torch $(ratio "$ours" "$torch") (goal >= 3)"
+done
+
 echo "== compile time"
 inc="-std=c++20 -O2 -march=native -Iinclude"
 /usr/bin/time -f "the element-wise op tests, one TU: %e s, %M KiB" g++ $inc -c tests/unit/ops/elementwise_test.cpp -o /dev/null

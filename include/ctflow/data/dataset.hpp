@@ -76,7 +76,7 @@ template <class... T> struct slices {
     std::copy(t.dims().begin() + 1, t.dims().end(), d.begin());
     if (out.dims() != d || out.size() != product(d)) out = typename row<Tn>::type(d);  // new, or moved from
     const std::size_t n = out.size();
-    std::memcpy(out.data(), t.data() + i * n, n * sizeof(typename Tn::value_type));
+    if (n) std::memcpy(out.data(), t.data() + i * n, n * sizeof(typename Tn::value_type));
   }
 
   struct iterator {
@@ -394,6 +394,7 @@ template <class Up, std::size_t N> struct batch_stage {
       if (padded) std::fill(dst.data(), dst.data() + dst.size(), T(padding_value));
       for (std::size_t i = 0; i < got; ++i) {
         const auto& t = part(i);
+        if (row == 0) continue;
         if (t.dims() == inner) std::memcpy(dst.data() + i * row, t.data(), row * sizeof(T));
         else copy_padded(t.data(), t.dims(), dst.data() + i * row, inner);
       }

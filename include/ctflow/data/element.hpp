@@ -101,7 +101,10 @@ template <class T, std::size_t R>
 void copy_padded(const T* in, const dims_t<R>& src, T* out, const dims_t<R>& dst, std::size_t axis = 0) {
   if constexpr (R == 0) { *out = *in; }
   else {
-    if (axis + 1 == R) { std::memcpy(out, in, src[axis] * sizeof(T)); return; }
+    if (axis + 1 == R) {
+      if (src[axis]) std::memcpy(out, in, src[axis] * sizeof(T));
+      return;
+    }
     std::size_t in_step = 1, out_step = 1;
     for (std::size_t k = axis + 1; k < R; ++k) { in_step *= src[k]; out_step *= dst[k]; }
     for (std::size_t i = 0; i < src[axis]; ++i) copy_padded(in + i * in_step, src, out + i * out_step, dst, axis + 1);

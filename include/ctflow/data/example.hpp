@@ -60,9 +60,10 @@ struct Example {
     std::string out;
     ctflow::detail::pb::writer w{out};
     w.message(1, [&](auto& fs) {  // Example.features
-      for (const auto& [key, f] : features)
+      for (const auto& kv : features)
         fs.message(1, [&](auto& entry) {  // Features.feature: map<string, Feature>
-          entry.bytes(1, key);
+          const Feature& f = kv.second;
+          entry.bytes(1, kv.first);
           entry.message(2, [&](auto& feature) {
             feature.message(std::uint32_t(f.list), [&](auto& list) {
               switch (f.list) {
@@ -222,11 +223,12 @@ template <class T, ShapeType S = Shape<>> struct FixedLenFeature {
     value_type out{};
     std::size_t i = 0;
     detail::for_each_value(kind, list, [&](auto v) {
-      constexpr bool bytes = std::is_same_v<decltype(v), std::string_view>;
-      if constexpr (kind == 1 && bytes) {
-        if constexpr (S::rank == 0) out = std::string(v);
-        else out.emplace_back(v);
-      } else if constexpr (kind != 1 && !bytes) out.data()[i++] = T(v);
+      if constexpr (std::is_same_v<decltype(v), std::string_view>) {
+        if constexpr (kind == 1 && S::rank == 0) out = std::string(v);
+        else if constexpr (kind == 1) out.emplace_back(v);
+      } else if constexpr (kind != 1) {
+        out.data()[i++] = T(v);
+      }
     });
     return out;
   }
@@ -257,10 +259,12 @@ template <class T> struct VarLenFeature {
     else out.values = Tensor<T, Shape<dyn>>({n});
     std::size_t i = 0;
     detail::for_each_value(kind, list, [&](auto v) {
-      constexpr bool bytes = std::is_same_v<decltype(v), std::string_view>;
       out.indices.data()[i] = std::int64_t(i);
-      if constexpr (kind == 1 && bytes) out.values.emplace_back(v);
-      else if constexpr (kind != 1 && !bytes) out.values.data()[i] = T(v);
+      if constexpr (std::is_same_v<decltype(v), std::string_view>) {
+        if constexpr (kind == 1) out.values.emplace_back(v);
+      } else if constexpr (kind != 1) {
+        out.values.data()[i] = T(v);
+      }
       ++i;
     });
     return out;

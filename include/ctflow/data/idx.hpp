@@ -62,7 +62,7 @@ template <DType T, int R> Tensor<T, typename detail::all_dyn<std::size_t(R)>::ty
     fail(header, "dimensions " + format_dims(d) + " need " + (fits ? std::to_string(count * sizeof(T)) : std::string("more")) +
                      " bytes of data, the file has " + std::to_string(avail));
   Tensor<T, typename detail::all_dyn<std::size_t(R)>::type> t(d);
-  std::memcpy(t.data(), b.data() + header, t.size() * sizeof(T));
+  if (t.size()) std::memcpy(t.data(), b.data() + header, t.size() * sizeof(T));
   if constexpr (sizeof(T) > 1 && std::endian::native == std::endian::little) {
     auto* p = reinterpret_cast<std::uint8_t*>(t.data());
     for (std::size_t i = 0; i < t.size(); ++i) std::reverse(p + i * sizeof(T), p + (i + 1) * sizeof(T));
@@ -105,9 +105,9 @@ inline std::pair<mnist_split, mnist_split> load_mnist_format(const std::string& 
     if (x.dims()[0] != y.dims()[0])
       throw io_error(std::string(what) + ": " + std::to_string(x.dims()[0]) + " images but " + std::to_string(y.dims()[0]) + " labels in " + dir);
     mnist_images xs({x.dims()[0], 28, 28});
-    std::memcpy(xs.data(), x.data(), x.size());
+    std::copy(x.begin(), x.end(), xs.data());
     mnist_labels ys({y.dims()[0]});
-    std::memcpy(ys.data(), y.data(), y.size());
+    std::copy(y.begin(), y.end(), ys.data());
     return mnist_split{std::move(xs), std::move(ys)};
   };
   return {split("train-images-idx3-ubyte", "train-labels-idx1-ubyte"), split("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")};
