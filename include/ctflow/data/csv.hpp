@@ -58,12 +58,9 @@ template <class... T> struct csv_source {
     std::size_t nfields = 0;
 
     int get() {
-      if (at == end) {
-        end = in->read(buf.data(), buf.size());
-        at = 0;
-        if (end == 0) return -1;
-      }
-      return static_cast<unsigned char>(buf[at++]);
+      const int c = peek();
+      if (c != -1) ++at;
+      return c;
     }
     int peek() {
       if (at == end) {

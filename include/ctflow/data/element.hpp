@@ -83,18 +83,6 @@ template <class... C, std::size_t N> struct batched<std::tuple<C...>, N> {
 };
 template <class E, std::size_t N> using batched_t = typename batched<E, N>::type;
 
-/// Applies f to each component of the elements (tuples side by side, or the elements themselves).
-template <class F, class E, class... Es> void for_components(F&& f, E&& e, Es&&... es) {
-  if constexpr (is_tuple_v<E>) {
-    auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-      for_components(f, std::get<K>(std::forward<E>(e)), std::get<K>(std::forward<Es>(es))...);
-    };
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (one(std::integral_constant<std::size_t, I>{}), ...);
-    }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<E>>>{});
-  } else f(std::forward<E>(e), std::forward<Es>(es)...);
-}
-
 /// Copies a tensor of extents `src` into the row-major block of extents `dst` (each extent of
 /// `dst` at least that of `src`) at `out`; the rest of the block keeps its values (the padding).
 template <class T, std::size_t R>

@@ -3,16 +3,14 @@
 /// Fashion-MNIST: `auto [train, test] = datasets::fashion_mnist::load_data();` finds the files
 /// of Debian's dataset-fashion-mnist package by default.
 
-#include <algorithm>
-#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "../core/tensor.hpp"
 #include "../detail/file.hpp"
+#include "../ops/array.hpp"
 
 namespace ctflow::data {
 
@@ -37,8 +35,10 @@ template <std::size_t R, std::size_t... I> struct all_dyn<R, std::index_sequence
 
 }  // namespace detail
 
-/// @brief The tensor in IDX bytes: dtype T and rank R must be the file's (io_error otherwise).
-template <DType T, int R> Tensor<T, typename detail::all_dyn<std::size_t(R)>::type> parse_idx(std::span<const std::uint8_t> b, const std::string& name) {
+/// @brief The tensor in IDX bytes as a Tensor<T, S>: the file's dtype and rank must be T's and
+/// S's, and its extents must fit S's static ones (io_error otherwise).
+template <DType T, ShapeType S> Tensor<T, S> parse_idx(std::span<const std::uint8_t> b, const std::string& name) {
+  constexpr int R = S::rank;
   const auto fail = [&](std::uint64_t at, const std::string& why) { ctflow::detail::throw_io("ctflow::data::read_idx", name, at, why); };
   if (b.size() < 4) fail(0, "file too short for the IDX magic number (" + std::to_string(b.size()) + " bytes)");
   if (b[0] != 0 || b[1] != 0) fail(0, "not an IDX file (the magic number must start with two zero bytes)");
@@ -58,22 +58,26 @@ template <DType T, int R> Tensor<T, typename detail::all_dyn<std::size_t(R)>::ty
     if (d[std::size_t(k)] != 0 && count > avail / d[std::size_t(k)]) fits = false;  // never overflows
     else count *= d[std::size_t(k)];
   }
+  if (!matches_static<S>(d)) fail(4, "dimensions " + format_dims(d) + " do not fit " + format_dims(S::extents));
   if (!fits || count * sizeof(T) != avail)
     fail(header, "dimensions " + format_dims(d) + " need " + (fits ? std::to_string(count * sizeof(T)) : std::string("more")) +
                      " bytes of data, the file has " + std::to_string(avail));
-  Tensor<T, typename detail::all_dyn<std::size_t(R)>::type> t(d);
-  if (t.size()) std::memcpy(t.data(), b.data() + header, t.size() * sizeof(T));
-  if constexpr (sizeof(T) > 1 && std::endian::native == std::endian::little) {
-    auto* p = reinterpret_cast<std::uint8_t*>(t.data());
-    for (std::size_t i = 0; i < t.size(); ++i) std::reverse(p + i * sizeof(T), p + (i + 1) * sizeof(T));
-  }
+  Tensor<T, S> t(d);
+  ctflow::detail::load_raw(t.data(), b.subspan(header), false);  // IDX is big-endian
   return t;
 }
+/// @brief The tensor in IDX bytes, of dtype T and rank R with `dyn` extents.
+template <DType T, int R> auto parse_idx(std::span<const std::uint8_t> b, const std::string& name) {
+  return parse_idx<T, typename detail::all_dyn<std::size_t(R)>::type>(b, name);
+}
 
+/// @brief Reads an IDX file (gzip-compressed or not) as a Tensor<T, S>.
+template <DType T, ShapeType S> Tensor<T, S> read_idx(const std::string& path) {
+  return parse_idx<T, S>(ctflow::detail::read_file(path, "ctflow::data::read_idx"), path);
+}
 /// @brief Reads an IDX file (gzip-compressed or not) of dtype T and rank R.
 template <DType T, int R> auto read_idx(const std::string& path) {
-  const auto bytes = ctflow::detail::read_file(path, "ctflow::data::read_idx");
-  return parse_idx<T, R>(bytes, path);
+  return read_idx<T, typename detail::all_dyn<std::size_t(R)>::type>(path);
 }
 
 }  // namespace ctflow::data
@@ -98,17 +102,11 @@ inline std::pair<mnist_split, mnist_split> load_mnist_format(const std::string& 
     throw io_error(std::string(what) + ": neither " + base + ".gz nor " + base + " can be read");
   };
   const auto split = [&](const char* images, const char* labels) {
-    const auto x = data::read_idx<std::uint8_t, 3>(path(images));
-    const auto y = data::read_idx<std::uint8_t, 1>(path(labels));
-    if (x.dims()[1] != 28 || x.dims()[2] != 28)
-      throw io_error(std::string(what) + ": " + path(images) + ": images are " + format_dims(x.dims()) + ", expected [n,28,28]");
+    auto x = data::read_idx<std::uint8_t, mnist_images::shape_type>(path(images));  // [n,28,28] checked there
+    auto y = data::read_idx<std::uint8_t, mnist_labels::shape_type>(path(labels));
     if (x.dims()[0] != y.dims()[0])
       throw io_error(std::string(what) + ": " + std::to_string(x.dims()[0]) + " images but " + std::to_string(y.dims()[0]) + " labels in " + dir);
-    mnist_images xs({x.dims()[0], 28, 28});
-    std::copy(x.begin(), x.end(), xs.data());
-    mnist_labels ys({y.dims()[0]});
-    std::copy(y.begin(), y.end(), ys.data());
-    return mnist_split{std::move(xs), std::move(ys)};
+    return mnist_split{std::move(x), std::move(y)};
   };
   return {split("train-images-idx3-ubyte", "train-labels-idx1-ubyte"), split("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")};
 }

@@ -73,22 +73,18 @@ __attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42(std::uint32_
 }
 #endif
 
-inline std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t n) {
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  crc = ~crc;
-#if defined(__x86_64__)
-  static const bool hw = __builtin_cpu_supports("sse4.2");
-  crc = hw ? crc32c_sse42(crc, p, n) : crc32c_portable(crc, p, n);
-#else
-  crc = crc32c_portable(crc, p, n);
-#endif
-  return ~crc;
-}
-
 }  // namespace detail
 
 /// @brief CRC32C (Castagnoli) of the bytes, as TensorFlow's crc32c::Value.
-inline std::uint32_t crc32c(const void* data, std::size_t n) { return detail::crc32c_extend(0, data, n); }
+inline std::uint32_t crc32c(const void* data, std::size_t n) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+#if defined(__x86_64__)
+  static const bool hw = __builtin_cpu_supports("sse4.2");
+  return ~(hw ? detail::crc32c_sse42(~0u, p, n) : detail::crc32c_portable(~0u, p, n));
+#else
+  return ~detail::crc32c_portable(~0u, p, n);
+#endif
+}
 /// @brief TensorFlow's masked CRC (a CRC stored beside the data it covers stays checkable).
 inline std::uint32_t mask_crc(std::uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 inline std::uint32_t unmask_crc(std::uint32_t masked) {

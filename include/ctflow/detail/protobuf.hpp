@@ -32,15 +32,13 @@ struct writer {
     out.append(b);
   }
   void uint64(std::uint32_t field, std::uint64_t v) { tag(field, varint_type); varint(v); }
-  void fixed32(std::uint32_t field, std::uint32_t v) { tag(field, fixed32_type); raw32(v); }
-  void fixed64(std::uint32_t field, std::uint64_t v) {
-    tag(field, fixed64_type);
-    for (int i = 0; i < 8; ++i) out.push_back(char(std::uint8_t(v >> (8 * i))));
-  }
+  void fixed32(std::uint32_t field, std::uint32_t v) { tag(field, fixed32_type); raw(v); }
+  void fixed64(std::uint32_t field, std::uint64_t v) { tag(field, fixed64_type); raw(v); }
   void float32(std::uint32_t field, float f) { fixed32(field, std::bit_cast<std::uint32_t>(f)); }
   void float64(std::uint32_t field, double d) { fixed64(field, std::bit_cast<std::uint64_t>(d)); }
-  void raw32(std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(char(std::uint8_t(v >> (8 * i))));
+  /// A fixed-width little-endian value (fixed32, fixed64, float, double).
+  template <class U> void raw(U v) {
+    for (std::size_t i = 0; i < sizeof(U); ++i) out.push_back(char(std::uint8_t(v >> (8 * i))));
   }
   /// A length-delimited sub-message built by f(writer&).
   template <class F> void message(std::uint32_t field, F&& f) {
@@ -54,14 +52,13 @@ struct writer {
     if (v.empty()) return;
     tag(field, length_type);
     varint(v.size() * 4);
-    for (float f : v) raw32(std::bit_cast<std::uint32_t>(f));
+    for (float f : v) raw(std::bit_cast<std::uint32_t>(f));
   }
   void packed_doubles(std::uint32_t field, std::span<const double> v) {
     if (v.empty()) return;
     tag(field, length_type);
     varint(v.size() * 8);
-    for (double d : v)
-      for (int i = 0; i < 8; ++i) out.push_back(char(std::uint8_t(std::bit_cast<std::uint64_t>(d) >> (8 * i))));
+    for (double d : v) raw(std::bit_cast<std::uint64_t>(d));
   }
   /// repeated int64, packed varints (negative values take ten bytes, as protobuf encodes them).
   void packed_int64s(std::uint32_t field, std::span<const std::int64_t> v) {
@@ -103,20 +100,8 @@ class reader {
     }
     fail("varint longer than 10 bytes");
   }
-  std::uint32_t fixed32() {
-    if (end_ - p_ < 4) fail("truncated fixed32");
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= std::uint32_t(p_[i]) << (8 * i);
-    p_ += 4;
-    return v;
-  }
-  std::uint64_t fixed64() {
-    if (end_ - p_ < 8) fail("truncated fixed64");
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t(p_[i]) << (8 * i);
-    p_ += 8;
-    return v;
-  }
+  std::uint32_t fixed32() { return fixed<std::uint32_t>(); }
+  std::uint64_t fixed64() { return fixed<std::uint64_t>(); }
   /// A length-delimited field's bytes (bounded by what remains).
   std::string_view bytes() {
     const std::uint64_t n = varint();
@@ -138,6 +123,14 @@ class reader {
       case length_type: bytes(); break;
       case fixed32_type: fixed32(); break;
     }
+  }
+  /// A fixed-width little-endian value.
+  template <class U> U fixed() {
+    if (std::size_t(end_ - p_) < sizeof(U)) fail("truncated fixed" + std::to_string(8 * sizeof(U)));
+    U v = 0;
+    for (std::size_t i = 0; i < sizeof(U); ++i) v |= U(p_[i]) << (8 * i);
+    p_ += sizeof(U);
+    return v;
   }
   [[noreturn]] void fail(const std::string& why) const {
     throw io_error(what_ + ": malformed protobuf at offset " + std::to_string(offset()) + ": " + why);

@@ -562,17 +562,26 @@ template <std::size_t... Multiples, Expression E> auto tile(E&& e) {
   return expr::make_computed(k, std::forward<E>(e));
 }
 
+namespace detail {
+/// Copies bytes (a whole number of elements) into out as elements of T stored with the given
+/// byte order (decode_raw, and readers of binary formats such as IDX).
+template <DType T> void load_raw(T* out, std::span<const std::uint8_t> bytes, bool little_endian) {
+  if (bytes.empty()) return;
+  std::memcpy(out, bytes.data(), bytes.size());
+  if (little_endian != (std::endian::native == std::endian::little) && sizeof(T) > 1) {
+    auto* p = reinterpret_cast<std::uint8_t*>(out);
+    for (std::size_t i = 0; i < bytes.size(); i += sizeof(T)) std::reverse(p + i, p + i + sizeof(T));
+  }
+}
+}  // namespace detail
+
 /// @brief tf.io.decode_raw: reinterprets bytes as elements of T (little-endian unless told).
 template <DType T> Tensor<T, Shape<dyn>> decode_raw(std::span<const std::uint8_t> bytes, bool little_endian = true) {
   if (bytes.size() % sizeof(T))
     throw value_error("ctflow::decode_raw: " + std::to_string(bytes.size()) + " bytes is not a multiple of the " +
                       std::to_string(sizeof(T)) + "-byte size of " + dtype_name<T>());
   Tensor<T, Shape<dyn>> t({bytes.size() / sizeof(T)});
-  std::memcpy(t.data(), bytes.data(), bytes.size());
-  if (little_endian != (std::endian::native == std::endian::little) && sizeof(T) > 1) {
-    auto* p = reinterpret_cast<std::uint8_t*>(t.data());
-    for (std::size_t i = 0; i < t.size(); ++i) std::reverse(p + i * sizeof(T), p + (i + 1) * sizeof(T));
-  }
+  detail::load_raw(t.data(), bytes, little_endian);
   return t;
 }
 

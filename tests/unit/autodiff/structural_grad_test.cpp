@@ -3,23 +3,9 @@
 // and a warm value_and_grad that allocates nothing.
 #include "gradcheck.hpp"
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
+#include "../counting_new.hpp"  // every operator new in the process is counted
 
 using namespace ctflow;
-
-// Every operator new in the process is counted (the warm-step test asserts it stays put).
-namespace {
-std::atomic<std::size_t> news{0};
-}
-void* operator new(std::size_t n) {
-  news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 template <class S> Tensor<double, S> uniform(std::uint64_t seed, double lo = -1, double hi = 1) { return random_uniform<double, S>(seed, lo, hi); }
@@ -150,10 +136,10 @@ TEST_CASE("a warm value_and_grad makes no allocation") {
   const float first = step();
   step();
   const std::size_t blocks = detail::block_cache::instance().system_allocations();
-  const std::size_t before = news.load();
+  const std::size_t before = counting_new::calls.load();
   float last = 0;
   for (int i = 0; i < 5; ++i) last = step();
-  REQUIRE(news.load() == before);
+  REQUIRE(counting_new::calls.load() == before);
   REQUIRE(detail::block_cache::instance().system_allocations() == blocks);
   REQUIRE(last < first);  // and it trains
 }

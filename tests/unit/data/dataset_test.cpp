@@ -4,9 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -14,18 +11,10 @@
 #include <ctflow/ctflow.hpp>
 #include <ctflow/data/dataset.hpp>
 
+#include "../counting_new.hpp"  // every operator new in the process is counted
+
 using namespace ctflow;
 
-namespace {
-std::atomic<std::size_t> news{0};
-}
-void* operator new(std::size_t n) {
-  news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 /// The int64 scalars of a dataset of rank-0 tensors.
@@ -279,10 +268,10 @@ TEST_CASE("a static-shaped pipeline allocates nothing per element once warm") {
   auto it = ds.begin();
   for (int i = 0; i < 16; ++i) ++it;  // warm
   const std::size_t blocks = ctflow::detail::block_cache::instance().system_allocations();
-  const std::size_t before = news.load();
+  const std::size_t before = counting_new::calls.load();
   double sum = 0;
   for (int i = 0; i < 96; ++i, ++it) sum += double(std::get<0>(*it)(31, 27, 27)) + std::get<1>(*it).data()[0];
-  REQUIRE(news.load() == before);
+  REQUIRE(counting_new::calls.load() == before);
   REQUIRE(ctflow::detail::block_cache::instance().system_allocations() == blocks);
   REQUIRE(sum > 0);
 }
