@@ -10,7 +10,7 @@
 
 #include "../core/tensor.hpp"
 #include "../detail/file.hpp"
-#include "../ops/array.hpp"
+#include "../detail/raw.hpp"
 
 namespace ctflow::data {
 

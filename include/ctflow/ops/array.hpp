@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../core/tensor.hpp"
+#include "../detail/raw.hpp"
 #include "../expr/computed.hpp"
 #include "../expr/strided.hpp"
 
@@ -561,19 +562,6 @@ template <std::size_t... Multiples, Expression E> auto tile(E&& e) {
   for (std::size_t i = 0; i < d.size(); ++i) k.out_dims[i] = d[i] * mult[i];
   return expr::make_computed(k, std::forward<E>(e));
 }
-
-namespace detail {
-/// Copies bytes (a whole number of elements) into out as elements of T stored with the given
-/// byte order (decode_raw, and readers of binary formats such as IDX).
-template <DType T> void load_raw(T* out, std::span<const std::uint8_t> bytes, bool little_endian) {
-  if (bytes.empty()) return;
-  std::memcpy(out, bytes.data(), bytes.size());
-  if (little_endian != (std::endian::native == std::endian::little) && sizeof(T) > 1) {
-    auto* p = reinterpret_cast<std::uint8_t*>(out);
-    for (std::size_t i = 0; i < bytes.size(); i += sizeof(T)) std::reverse(p + i, p + i + sizeof(T));
-  }
-}
-}  // namespace detail
 
 /// @brief tf.io.decode_raw: reinterprets bytes as elements of T (little-endian unless told).
 template <DType T> Tensor<T, Shape<dyn>> decode_raw(std::span<const std::uint8_t> bytes, bool little_endian = true) {
