@@ -7,6 +7,11 @@
 //    64 (28x28x1 -> 32, 3x3 VALID; 13x13x32 -> 64, 3x3 VALID) and a ResNet 3x3 convolution (batch
 //    32, 56x56x64 -> 64, SAME), in GFLOP/s (2 * output * kh * kw * c per pass), on 2 threads.
 //    Goals: at least 1.5x PyTorch on each; the ResNet forward at 70% of FMA peak (444 GFLOP/s).
+//  - max_pool: max_pool2d forward and MaxPoolGrad (the kernels value_and_grad runs) over the
+//    Fashion-MNIST CNN's first pooling (64x26x26x32, 2x2) and a ResNet stem pooling
+//    (32x112x112x64, 3x3 stride 2 SAME), on 1 and 2 threads. Bytes counted: x read and y written
+//    forward; x, y and dy read and dx written backward (3 |x| + 3 |y|). Goal: at least 80% of
+//    triad bandwidth.
 #include <benchmark/benchmark.h>
 
 #include <ctflow/ctflow.hpp>
@@ -72,6 +77,35 @@ template <class Case> void conv(benchmark::State& s) {
 BENCHMARK(conv<mnist_conv1>)->Name("conv/mnist1")->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv<mnist_conv2>)->Name("conv/mnist2")->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv<resnet_conv>)->Name("conv/resnet")->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+template <std::size_t N, std::size_t H, std::size_t W, std::size_t C, std::size_t K, std::size_t S, nn::padding P> struct pool_case {
+  using SX = Shape<N, H, W, C>;
+  Tensor<float, SX> x = random_normal<float, SX>(4, 0.0, 1.0);
+  using SY = shape_t<decltype(nn::max_pool2d<K, K, S, S, P>(x))>;
+  Tensor<float, SY> dy = random_normal<float, SY>(5, 0.0, 1.0);
+  static auto pool(const Tensor<float, SX>& t) { return nn::max_pool2d<K, K, S, S, P>(t); }
+  static constexpr double bytes = 3.0 * double(SX::static_size + SY::static_size) * sizeof(float);
+};
+using mnist_pool = pool_case<64, 26, 26, 32, 2, 2, nn::VALID>;
+using resnet_pool = pool_case<32, 112, 112, 64, 3, 2, nn::SAME>;
+
+template <class Case> void max_pool(benchmark::State& s) {
+  config::set_num_threads(int(s.range(0)));
+  static Case c;
+  auto node = Case::pool(c.x);
+  Tensor<float, typename Case::SY> y;
+  Tensor<float, typename Case::SX> dx;
+  nn::detail::max_pool_grad_kernel<float, typename Case::SX> grad_kernel{c.x.dims(), node.k.g};
+  for (auto _ : s) {
+    y = Case::pool(c.x);
+    dx = expr::make_computed(grad_kernel, c.x, y, c.dy);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  s.counters["GB/s"] = benchmark::Counter(Case::bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  s.counters["GB/s"].value /= 1e9;
+}
+BENCHMARK(max_pool<mnist_pool>)->Name("max_pool/mnist")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(max_pool<resnet_pool>)->Name("max_pool/resnet")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

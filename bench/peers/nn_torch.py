@@ -42,3 +42,20 @@ for name, n, h, w, c, o, pad in [("mnist1", 64, 28, 28, 1, 32, 0), ("mnist2", 64
             run()
             times.append(time.perf_counter() - t0)
         print(f"torch_conv/{name}/{p} {flops / statistics.median(times) / 1e9:.1f} GFLOP/s")
+
+# bench_nn's max_pool: max_pool2d forward and backward, counted as 3 |x| + 3 |y| bytes as ctflow's
+# benchmark counts (PyTorch moves more: its int64 indices).
+for name, n, h, w, c, k, st, pad in [("mnist", 64, 26, 26, 32, 2, 2, 0), ("resnet", 32, 112, 112, 64, 3, 2, 1)]:
+    x = torch.randn(n, h, w, c).permute(0, 3, 1, 2).requires_grad_()  # NHWC memory, as ctflow's
+    y = torch.nn.functional.max_pool2d(x, k, st, pad)
+    dy = torch.randn_like(y)
+    nbytes = 3.0 * (x.numel() + y.numel()) * 4
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        times = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            x.grad = None
+            torch.nn.functional.max_pool2d(x, k, st, pad).backward(dy)
+            times.append(time.perf_counter() - t0)
+        print(f"torch_max_pool/{name}/{threads} {nbytes / statistics.median(times) / 1e9:.2f} GB/s")

@@ -17,6 +17,7 @@
 #include "ops/linalg.hpp"
 #include "ops/math.hpp"
 #include "ops/nn/conv.hpp"
+#include "ops/nn/depthwise.hpp"
 #include "ops/nn/layout.hpp"
 #include "ops/nn/losses.hpp"
 #include "ops/nn/normalization.hpp"

@@ -5,6 +5,7 @@ Run with Debian's python3-torch: /usr/bin/python3 tests/parity/generate.py
 Each line of data/reference.txt: name, then 'x' values, then the expected 'y' values, all in
 float64 text. Shapes are fixed by the test that reads the line.
 """
+import math
 import os
 import torch
 
@@ -112,6 +113,18 @@ for name, f in {
     u = t.clone().requires_grad_()
     f(v, u).backward()
     cases["grad_" + name] = (z.flatten(), torch.cat([v.grad.flatten()] + ([u.grad.flatten()] if u.grad is not None else [])))
+
+# tf.image.resize's gradients (TensorFlow 2's half-pixel centers are PyTorch's bilinear with
+# align_corners=False and its "nearest-exact"): x[i] = sin(0.37 i + 0.1) in NHWC [2, 3, 4, 2],
+# resized to [5, 7]; the gradient of sum(y * w), w[i] = (i % 7 - 3) / 4 in NHWC order.
+rx = torch.tensor([math.sin(0.37 * i + 0.1) for i in range(48)], dtype=torch.float64).reshape(2, 3, 4, 2)
+for name, mode in {"resize_bilinear": "bilinear", "resize_nearest": "nearest-exact"}.items():
+    v = rx.permute(0, 3, 1, 2).clone().requires_grad_()
+    kw = {"align_corners": False} if mode == "bilinear" else {}
+    y = F.interpolate(v, size=(5, 7), mode=mode, **kw).permute(0, 2, 3, 1)
+    rw = torch.tensor([((i % 7) - 3) / 4 for i in range(y.numel())], dtype=torch.float64).reshape(y.shape)
+    (y * rw).sum().backward()
+    cases["grad_" + name] = (rx.flatten(), v.grad.permute(0, 2, 3, 1).flatten())
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reference.txt")
 with open(out + ".tmp", "w") as f:

@@ -54,6 +54,35 @@ for (const [name, kind, pad] of pools) {
   put(`tfjs_${name}_dx`, tf.grad((a) => tf.sum(tf.mul(op(a), w)))(x));
 }
 
+// The rest of the convolution family, resize and Keras's cross-entropies: the forward result,
+// then name_d0, name_d1, ...: the gradients of sum(y * w) with respect to each input in turn.
+const record = (name, fn, inputs, grads = true) => {
+  const y = fn(...inputs);
+  put(`tfjs_${name}`, y);
+  if (!grads) return;
+  const w = tf.tensor(seq(y.size, (i) => ((i % 7) - 3) / 4), y.shape);
+  tf.grads((...a) => tf.sum(tf.mul(fn(...a), w)))(inputs).forEach((g, k) => put(`tfjs_${name}_d${k}`, g));
+};
+record("conv_explicit", (a, b) => tf.conv2d(a, b, 1, [[0, 0], [1, 2], [0, 1], [0, 0]]), [input([1, 5, 5, 2]), filter([3, 3, 2, 3])]);
+record("conv_nchw", (a, b) => tf.conv2d(a, b, 2, "same", "NCHW"), [input([2, 2, 6, 6]), filter([3, 3, 2, 3])], false);
+record("conv1d", (a, b) => tf.conv1d(a, b, 2, "same"), [input([2, 9, 2]), filter([3, 2, 4])]);
+record("conv_transpose", (a, b) => tf.conv2dTranspose(a, b, [2, 6, 6, 2], 2, "same"), [input([2, 3, 3, 4]), filter([3, 3, 2, 4])]);
+record("conv_transpose_valid", (a, b) => tf.conv2dTranspose(a, b, [1, 7, 7, 2], 2, "valid"), [input([1, 3, 3, 3]), filter([3, 3, 2, 3])]);
+record("depthwise", (a, b) => tf.depthwiseConv2d(a, b, 2, "same"), [input([2, 6, 6, 2]), filter([3, 3, 2, 2])]);
+record("depthwise_valid", (a, b) => tf.depthwiseConv2d(a, b, 1, "valid"), [input([1, 5, 6, 3]), filter([2, 3, 3, 1])]);
+record("separable", (a, b, c) => tf.separableConv2d(a, b, c, 1, "same"), [input([1, 6, 5, 2]), filter([3, 3, 2, 2]), filter([1, 1, 4, 3])]);
+// The forward passes only: tfjs's resize gradients ignore half-pixel centers (and swap height and
+// width); generate.py takes them from PyTorch.
+record("resize_bilinear", (a) => tf.image.resizeBilinear(a, [5, 7], false, true), [input([2, 3, 4, 2])], false);
+record("resize_bilinear_down", (a) => tf.image.resizeBilinear(a, [2, 3], false, true), [input([1, 5, 7, 2])], false);
+record("resize_nearest", (a) => tf.image.resizeNearestNeighbor(a, [5, 7], false, true), [input([2, 3, 4, 2])], false);
+// Probabilities p = 0.5 + 0.4 x, targets t = f + 0.5 (inside the clipping bounds, where the
+// Keras forms agree).
+const prob = (shape) => tf.add(0.5, tf.mul(0.4, input(shape)));
+const target = (shape) => tf.add(0.5, filter(shape));
+record("categorical_crossentropy", (p) => tf.metrics.categoricalCrossentropy(target([4, 5]), p), [prob([4, 5])]);
+record("binary_crossentropy", (p) => tf.metrics.binaryCrossentropy(target([4, 5]), p), [prob([4, 5])]);
+
 const out = path.join(__dirname, "data", "tfjs_reference.txt");
 fs.writeFileSync(out + ".tmp", lines.join("\n") + "\n");
 fs.renameSync(out + ".tmp", out);

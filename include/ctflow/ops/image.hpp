@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "../backend/cpu/thread_pool.hpp"
 #include "../core/tensor.hpp"
+#include "../expr/computed.hpp"
 #include "array.hpp"
 #include "math.hpp"
 #include "random.hpp"
@@ -88,58 +90,120 @@ enum class ResizeMethod { BILINEAR, NEAREST_NEIGHBOR };
 
 namespace detail {
 
-template <class T, std::size_t R, class Out>
-void resize_into(const T* in, const dims_t<R>& d, float* out, const Out& od, ResizeMethod method) {
-  const std::size_t n = R == 4 ? d[0] : 1, ih = d[R - 3], iw = d[R - 2], c = d[R - 1], oh = od[R - 3], ow = od[R - 2];
-  const float sy = float(ih) / float(oh), sx = float(iw) / float(ow);
-  for (std::size_t b = 0; b < n; ++b) {
-    const T* src = in + b * ih * iw * c;
-    float* dst = out + b * oh * ow * c;
-    for (std::size_t y = 0; y < oh; ++y) {
-      if (method == ResizeMethod::NEAREST_NEIGHBOR) {
-        // TensorFlow 2: half-pixel centers, floor, clamped.
-        const std::size_t yy = std::min(std::size_t(std::floor((float(y) + 0.5f) * sy)), ih - 1);
-        for (std::size_t x = 0; x < ow; ++x) {
-          const std::size_t xx = std::min(std::size_t(std::floor((float(x) + 0.5f) * sx)), iw - 1);
-          for (std::size_t k = 0; k < c; ++k) dst[(y * ow + x) * c + k] = float(src[(yy * iw + xx) * c + k]);
-        }
-        continue;
-      }
-      const float fy = (float(y) + 0.5f) * sy - 0.5f;
-      const std::size_t y0 = std::size_t(std::max(std::floor(fy), 0.0f)), y1 = std::min(std::size_t(std::max(std::ceil(fy), 0.0f)), ih - 1);
-      const float ly = fy - std::floor(fy);
-      for (std::size_t x = 0; x < ow; ++x) {
-        const float fx = (float(x) + 0.5f) * sx - 0.5f;
-        const std::size_t x0 = std::size_t(std::max(std::floor(fx), 0.0f)), x1 = std::min(std::size_t(std::max(std::ceil(fx), 0.0f)), iw - 1);
-        const float lx = fx - std::floor(fx);
-        for (std::size_t k = 0; k < c; ++k) {
-          const float tl = float(src[(y0 * iw + x0) * c + k]), tr = float(src[(y0 * iw + x1) * c + k]);
-          const float bl = float(src[(y1 * iw + x0) * c + k]), br = float(src[(y1 * iw + x1) * c + k]);
-          const float top = tl + (tr - tl) * lx, bottom = bl + (br - bl) * lx;
-          dst[(y * ow + x) * c + k] = top + (bottom - top) * ly;
-        }
-      }
-    }
+/// Where output coordinate o samples an input axis of `in` elements (TensorFlow 2: half-pixel
+/// centers): the nearest element, or the two neighbours and the weight of the second.
+struct axis_sample {
+  std::size_t i0, i1;
+  float t;
+};
+inline axis_sample sample_axis(std::size_t o, std::size_t in, std::size_t out, ResizeMethod method) {
+  const float scale = float(in) / float(out);
+  if (method == ResizeMethod::NEAREST_NEIGHBOR) {
+    const std::size_t i = std::min(std::size_t(std::floor((float(o) + 0.5f) * scale)), in - 1);
+    return {i, i, 0.f};
   }
+  const float f = (float(o) + 0.5f) * scale - 0.5f;
+  const std::size_t i0 = std::size_t(std::max(std::floor(f), 0.0f)), i1 = std::min(std::size_t(std::max(std::ceil(f), 0.0f)), in - 1);
+  return {i0, i1, f - std::floor(f)};
 }
+
+/// The geometry of one resize: batch, input and output height and width, channels.
+struct resize_geometry {
+  std::size_t n, ih, iw, oh, ow, c;
+  ResizeMethod method;
+  template <std::size_t R> static resize_geometry of(const dims_t<R>& in, std::size_t oh, std::size_t ow, ResizeMethod m) {
+    return {R == 4 ? in[0] : 1, in[R - 3], in[R - 2], oh, ow, in[R - 1], m};
+  }
+};
+
+template <class T, class SX, std::size_t H, std::size_t W> struct resize_kernel {
+  static constexpr std::size_t R = std::size_t(SX::rank);
+  static constexpr auto extents = [] {
+    auto d = SX::extents;
+    d[R - 3] = H;
+    d[R - 2] = W;
+    return d;
+  }();
+  using value_type = float;
+  using shape_type = shape_of<extents>;
+  dims_t<R> out_dims{};
+  resize_geometry g{};
+  void run(float* out, const expr::strided_view<T, R>& x) const {
+    backend::cpu::parallel_for(g.n * g.oh, 8, 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t row = b; row < e; ++row) {
+        const std::size_t n = row / g.oh, y = row % g.oh;
+        const T* src = x.data + n * g.ih * g.iw * g.c;
+        float* dst = out + row * g.ow * g.c;
+        const axis_sample sy = sample_axis(y, g.ih, g.oh, g.method);
+        for (std::size_t xo = 0; xo < g.ow; ++xo) {
+          const axis_sample sx = sample_axis(xo, g.iw, g.ow, g.method);
+          const T* tl = src + (sy.i0 * g.iw + sx.i0) * g.c;
+          const T* tr = src + (sy.i0 * g.iw + sx.i1) * g.c;
+          const T* bl = src + (sy.i1 * g.iw + sx.i0) * g.c;
+          const T* br = src + (sy.i1 * g.iw + sx.i1) * g.c;
+          for (std::size_t k = 0; k < g.c; ++k) {
+            // TensorFlow's order of operations: along the width, then the height.
+            const float top = float(tl[k]) + (float(tr[k]) - float(tl[k])) * sx.t;
+            const float bottom = float(bl[k]) + (float(br[k]) - float(bl[k])) * sx.t;
+            dst[xo * g.c + k] = top + (bottom - top) * sy.t;
+          }
+        }
+      }
+    });
+  }
+};
+
+/// The input adjoint of a resize (TensorFlow's ResizeBilinearGrad / ResizeNearestNeighborGrad):
+/// each output's adjoint goes back to the elements it sampled, with their weights; images are
+/// split among threads, so no two threads write one element.
+template <class SX> struct resize_grad_kernel {
+  static constexpr std::size_t R = std::size_t(SX::rank);
+  using value_type = float;
+  using shape_type = SX;
+  dims_t<R> out_dims{};
+  resize_geometry g{};
+  void run(float* out, const expr::strided_view<float, R>& dy) const {
+    std::fill_n(out, product(out_dims), 0.f);
+    backend::cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t n = b; n < e; ++n)
+        for (std::size_t y = 0; y < g.oh; ++y) {
+          const axis_sample sy = sample_axis(y, g.ih, g.oh, g.method);
+          float* dst = out + n * g.ih * g.iw * g.c;
+          for (std::size_t xo = 0; xo < g.ow; ++xo) {
+            const axis_sample sx = sample_axis(xo, g.iw, g.ow, g.method);
+            const float* d = dy.data + ((n * g.oh + y) * g.ow + xo) * g.c;
+            const auto add = [&](std::size_t iy, std::size_t ix, float w) {
+              float* p = dst + (iy * g.iw + ix) * g.c;
+              for (std::size_t k = 0; k < g.c; ++k) p[k] += d[k] * w;
+            };
+            add(sy.i0, sx.i0, (1 - sy.t) * (1 - sx.t));
+            add(sy.i0, sx.i1, (1 - sy.t) * sx.t);
+            add(sy.i1, sx.i0, sy.t * (1 - sx.t));
+            add(sy.i1, sx.i1, sy.t * sx.t);
+          }
+        }
+    });
+  }
+};
 
 }  // namespace detail
 
-/// @brief tf.image.resize to a static height H and width W (float32 result, like TensorFlow).
-template <std::size_t H, std::size_t W, Expression E> auto resize(const E& e, ResizeMethod method = ResizeMethod::BILINEAR) {
+/// @brief tf.image.resize(images, [H, W], method) to a static height H and width W, with
+/// TensorFlow 2's half-pixel centers; the result is float32, as TensorFlow's. Differentiable in
+/// float32 images.
+template <std::size_t H, std::size_t W, Expression E> auto resize(E&& e, ResizeMethod method = ResizeMethod::BILINEAR) {
   detail::check_image_rank<E>();
+  static_assert(H > 0 && W > 0, "ctflow::image::resize: the size must be positive");
   using S = shape_t<E>;
-  const auto x = eval(e);
-  const auto d = x.dims();
-  if constexpr (S::rank == 3) {
-    Tensor<float, Shape<H, W, S::extents[2]>> out({H, W, d[2]});
-    detail::resize_into(x.data(), d, out.data(), out.dims(), method);
-    return out;
-  } else {
-    Tensor<float, Shape<S::extents[0], H, W, S::extents[3]>> out({d[0], H, W, d[3]});
-    detail::resize_into(x.data(), d, out.data(), out.dims(), method);
-    return out;
-  }
+  constexpr std::size_t R = std::size_t(S::rank);
+  const auto d = e.dims();
+  if (d[R - 3] == 0 || d[R - 2] == 0) throw_shape_error("ctflow::image::resize", "cannot resize an empty image", d, dims_t<2>{H, W});
+  detail::resize_kernel<value_t<E>, S, H, W> k;
+  k.g = detail::resize_geometry::of(d, H, W, method);
+  k.out_dims = d;
+  k.out_dims[R - 3] = H;
+  k.out_dims[R - 2] = W;
+  return expr::make_computed(k, std::forward<E>(e));
 }
 
 }  // namespace ctflow::image

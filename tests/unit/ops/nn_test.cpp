@@ -85,79 +85,6 @@ TEST_CASE("l2_loss and compute_average_loss follow TensorFlow") {
   CHECK(l(1) == 1000.0f);
 }
 
-namespace {
-
-/// The definition of TensorFlow's conv2d, loop by loop (NHWC, HWIO, SAME/VALID, strides, dilations).
-template <class X, class F>
-Tensor<double, Shape<dyn, dyn, dyn, dyn>> naive_conv(const X& x, const F& f, std::size_t s, std::size_t d, bool same) {
-  const auto xd = x.dims();
-  const auto fd = f.dims();
-  const std::size_t window_h = (fd[0] - 1) * d + 1, window_w = (fd[1] - 1) * d + 1;
-  const std::size_t oh = same ? (xd[1] + s - 1) / s : (xd[1] - window_h) / s + 1;
-  const std::size_t ow = same ? (xd[2] + s - 1) / s : (xd[2] - window_w) / s + 1;
-  const std::ptrdiff_t pt = same ? std::max<std::ptrdiff_t>(0, std::ptrdiff_t((oh - 1) * s + window_h) - std::ptrdiff_t(xd[1])) / 2 : 0;
-  const std::ptrdiff_t pl = same ? std::max<std::ptrdiff_t>(0, std::ptrdiff_t((ow - 1) * s + window_w) - std::ptrdiff_t(xd[2])) / 2 : 0;
-  Tensor<double, Shape<dyn, dyn, dyn, dyn>> y({xd[0], oh, ow, fd[3]});
-  for (std::size_t n = 0; n < xd[0]; ++n)
-    for (std::size_t i = 0; i < oh; ++i)
-      for (std::size_t j = 0; j < ow; ++j)
-        for (std::size_t o = 0; o < fd[3]; ++o) {
-          double acc = 0;
-          for (std::size_t a = 0; a < fd[0]; ++a)
-            for (std::size_t b = 0; b < fd[1]; ++b) {
-              const std::ptrdiff_t yy = std::ptrdiff_t(i * s + a * d) - pt, xx = std::ptrdiff_t(j * s + b * d) - pl;
-              if (yy < 0 || xx < 0 || yy >= std::ptrdiff_t(xd[1]) || xx >= std::ptrdiff_t(xd[2])) continue;
-              for (std::size_t c = 0; c < xd[3]; ++c) acc += x(n, std::size_t(yy), std::size_t(xx), c) * f(a, b, c, o);
-            }
-          y(n, i, j, o) = acc;
-        }
-  return y;
-}
-
-template <class A, class B> void require_equal(const A& a, const B& b, double tol) {
-  REQUIRE(a.dims() == b.dims());
-  for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(double(a.data()[i]) == Approx(double(b.data()[i])).epsilon(tol).margin(tol));
-}
-
-}  // namespace
-
-TEST_CASE("conv2d matches its definition: VALID, SAME with odd and even sizes, strides, dilations") {
-  Tensor<double, Shape<2, 7, 6, 3>> x = random_normal<double, Shape<2, 7, 6, 3>>(21, 0.0, 1.0);
-  Tensor<double, Shape<3, 3, 3, 4>> f = random_normal<double, Shape<3, 3, 3, 4>>(22, 0.0, 1.0);
-  Tensor<double, Shape<2, 2, 3, 5>> f2 = random_normal<double, Shape<2, 2, 3, 5>>(23, 0.0, 1.0);
-  const auto valid = eval(nn::conv2d<nn::VALID>(x, f));
-  static_assert(std::is_same_v<shape_t<decltype(valid)>, Shape<2, 5, 4, 4>>);
-  require_equal(valid, naive_conv(x, f, 1, 1, false), 1e-12);
-  const auto same = eval(nn::conv2d<nn::SAME>(x, f));
-  static_assert(std::is_same_v<shape_t<decltype(same)>, Shape<2, 7, 6, 4>>);
-  require_equal(same, naive_conv(x, f, 1, 1, true), 1e-12);
-  // Stride 2 over an even width with an even kernel: TensorFlow pads bottom/right more.
-  const auto s2 = eval(nn::conv2d<nn::SAME, 2>(x, f2));
-  static_assert(std::is_same_v<shape_t<decltype(s2)>, Shape<2, 4, 3, 5>>);
-  require_equal(s2, naive_conv(x, f2, 2, 1, true), 1e-12);
-  const auto dil = eval(nn::conv2d<nn::VALID, 1, 1, 2, 2>(x, f2));
-  require_equal(dil, naive_conv(x, f2, 1, 2, false), 1e-12);
-  const auto sd = eval(nn::conv2d<nn::SAME, 2, 2, 2, 2>(x, f));
-  require_equal(sd, naive_conv(x, f, 2, 2, true), 1e-12);
-  // float32 and dyn extents.
-  Tensor<float, Shape<dyn, dyn, dyn, 3>> xf = cast<float>(x);
-  Tensor<float, Shape<dyn, dyn, dyn, dyn>> yf = nn::conv2d<nn::SAME>(xf, cast<float>(f));
-  require_equal(yf, same, 1e-5);
-  // Run-time errors for dyn extents.
-  Tensor<float, Shape<dyn, dyn, dyn, dyn>> wrong_c({1, 5, 5, 2});
-  CHECK_THROWS_AS(nn::conv2d<nn::VALID>(wrong_c, cast<float>(f)), shape_error);
-  Tensor<float, Shape<dyn, dyn, dyn, dyn>> tiny({1, 2, 2, 3});
-  CHECK_THROWS_WITH(nn::conv2d<nn::VALID>(tiny, cast<float>(f)), Catch::Contains("the window is larger than the VALID input"));
-}
-
-TEST_CASE("conv2d's gradients (input and filter) match finite differences") {
-  Tensor<double, Shape<2, 5, 6, 2>> x = random_normal<double, Shape<2, 5, 6, 2>>(31, 0.0, 1.0);
-  Tensor<double, Shape<3, 2, 2, 3>> f = random_normal<double, Shape<3, 2, 2, 3>>(32, 0.0, 1.0);
-  gradcheck::check(reduce_sum(square(nn::conv2d<nn::VALID>(x, f))), x, f);
-  gradcheck::check(reduce_sum(sin(nn::conv2d<nn::SAME, 2>(x, f))), x, f);
-  gradcheck::check(reduce_sum(sin(nn::conv2d<nn::SAME, 1, 2, 2, 1>(x, f))), x, f);
-}
-
 TEST_CASE("max and average pooling: TensorFlow's windows, SAME averages over valid elements, gradients") {
   Tensor<double, Shape<1, 3, 4, 2>> x;
   for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = double((i * 7) % 11) - 5.0;
@@ -200,10 +127,10 @@ TEST_CASE("bias_add in both data formats, and layout conversions that let PyTorc
   Tensor<double, Shape<5>> b5 = random_normal<double, Shape<5>>(42, 0.0, 1.0);
   Tensor<double, Shape<3>> b3 = random_normal<double, Shape<3>>(43, 0.0, 1.0);
   const auto last = eval(nn::bias_add(x, b5));
-  const auto first = eval(nn::bias_add<true>(x, b3));
+  const auto first = eval(nn::bias_add(x, b3, nn::NCHW));
   CHECK(last(1, 2, 3, 4) == x(1, 2, 3, 4) + b5(4));
   CHECK(first(1, 2, 3, 4) == x(1, 2, 3, 4) + b3(2));
-  gradcheck::check(reduce_sum(square(nn::bias_add<true>(x, b3))), x, b3);
+  gradcheck::check(reduce_sum(square(nn::bias_add(x, b3, nn::NCHW))), x, b3);
 
   // A convolution with OIHW weights on NCHW data, run through TensorFlow's layouts, equals the
   // NHWC/HWIO convolution it came from.
@@ -219,42 +146,37 @@ TEST_CASE("bias_add in both data formats, and layout conversions that let PyTorc
   CHECK(converted(0, 0, 0, 0) == Approx(direct(0, 0, 0, 0)));
 }
 
-TEST_CASE("moments, batch and layer normalization, dropout: values and gradients") {
-  Tensor<double, Shape<4, 3, 2, 5>> x = random_normal<double, Shape<4, 3, 2, 5>>(51, 1.0, 2.0);
-  Tensor<double, Shape<5>> gamma = random_uniform<double, Shape<5>>(52, 0.5, 1.5), beta = random_normal<double, Shape<5>>(53, 0.0, 1.0);
+namespace {
+template <class T, class S> Tensor<T, S> values(std::initializer_list<T> v) {
+  Tensor<T, S> t;
+  REQUIRE(v.size() == t.size());
+  std::copy(v.begin(), v.end(), t.begin());
+  return t;
+}
+}  // namespace
 
-  // Batch normalization with the batch's moments: each channel ends with mean beta and
-  // variance gamma^2 * var / (var + eps).
-  auto [mean, variance] = nn::moments<0, 1, 2>(x);
-  const auto y = eval(nn::batch_normalization(x, mean, variance, beta, gamma, 1e-3));
-  const auto ym = eval(reduce_mean<0, 1, 2>(y));
-  const auto v = eval(variance);
-  for (std::size_t c = 0; c < 5; ++c) CHECK(ym(c) == Approx(beta(c)));
-  const auto yv = eval(reduce_mean<0, 1, 2>(square(y - reduce_mean<0, 1, 2>(y, keepdims))));
-  for (std::size_t c = 0; c < 5; ++c) CHECK(yv(c) == Approx(gamma(c) * gamma(c) * v(0, 0, 0, c) / (v(0, 0, 0, c) + 1e-3)));
-  gradcheck::check(reduce_sum(sin(nn::batch_normalization(x, mean, variance, beta, gamma, 1e-3))), x, gamma, beta);
-
-  // Layer normalization: each row of the last axis normalised on its own.
-  const auto l = eval(nn::layer_normalization(x, gamma, beta));
-  double row_mean = 0;
-  for (std::size_t c = 0; c < 5; ++c) row_mean += (l(1, 2, 0, c) - beta(c)) / gamma(c);
-  CHECK(row_mean / 5 == Approx(0.0).margin(1e-12));
-  gradcheck::check(reduce_sum(sin(nn::layer_normalization(x, gamma, beta))), x, gamma, beta);
-
-  // Dropout: the rate of zeros, the scaling of the kept, one mask per seed, gradients through
-  // the kept elements only.
-  Tensor<float, Shape<100000>> ones = fill<float, Shape<100000>>(1.0f);
-  const auto d = eval(nn::dropout(ones, 0.3, 7));
-  std::size_t zeros = 0;
-  for (float e : d) {
-    if (e == 0.0f) ++zeros;
-    else CHECK(e == Approx(1.0f / 0.7f));
-  }
-  CHECK(double(zeros) / 100000 == Approx(0.3).margin(0.01));
-  const auto again = eval(nn::dropout(ones, 0.3, 7));
-  CHECK(std::equal(d.begin(), d.end(), again.begin()));
-  const auto other = eval(nn::dropout(ones, 0.3, 8));
-  CHECK_FALSE(std::equal(d.begin(), d.end(), other.begin()));
-  CHECK_THROWS_AS(nn::dropout(ones, 1.0, 1), value_error);
-  gradcheck::check(reduce_sum(square(nn::dropout(x, 0.4, 3))), x);
+TEST_CASE("Keras's cross-entropies on probabilities: clipping, normalisation, gradients") {
+  const auto p = values<float, Shape<2, 3>>({0.2f, 0.3f, 0.5f, 0.0f, 1.0f, 0.0f});
+  const auto onehot = values<float, Shape<2, 3>>({0.f, 0.f, 1.f, 1.f, 0.f, 0.f});
+  const auto cce = eval(nn::categorical_crossentropy(onehot, p));
+  CHECK(cce(0) == Approx(-std::log(0.5f)));
+  CHECK(cce(1) == Approx(-std::log(1e-7f)).epsilon(1e-5));  // clipped, not infinite
+  // Unnormalised predictions are scaled to sum to one first.
+  const auto scaled = values<float, Shape<1, 3>>({0.4f, 0.6f, 1.0f}), oh1 = values<float, Shape<1, 3>>({0.f, 0.f, 1.f});
+  CHECK(eval(nn::categorical_crossentropy(oh1, scaled))(0) == Approx(-std::log(0.5f)));
+  const auto labels = values<std::int32_t, Shape<2>>({2, 0});
+  const auto scce = eval(nn::sparse_categorical_crossentropy(labels, p));
+  CHECK(scce(0) == Approx(cce(0)));
+  // Keras: log of the clipped probabilities, renormalised by the softmax: -log(1e-7) + log(sum).
+  CHECK(scce(1) == Approx(-std::log(1e-7f) + std::log(1.0f - 1e-7f + 2e-7f)).epsilon(1e-5));
+  const auto bp = values<float, Shape<2, 2>>({0.9f, 0.2f, 0.0f, 1.0f}), bt = values<float, Shape<2, 2>>({1.f, 0.f, 1.f, 0.f});
+  const auto bce = eval(nn::binary_crossentropy(bt, bp));
+  CHECK(bce(0) == Approx(-(std::log(0.9f + 1e-7f) + std::log(0.8f + 1e-7f)) / 2));
+  // Certain and wrong: both probabilities clipped, a large finite loss.
+  CHECK(bce(1) == Approx(-(std::log(1e-7f + 1e-7f) + std::log(1.0f - (1.0f - 1e-7f) + 1e-7f)) / 2).epsilon(1e-4));
+  Tensor<double, Shape<3, 4>> q = random_uniform<double, Shape<3, 4>>(71, 0.1, 0.9), t = random_uniform<double, Shape<3, 4>>(72, 0.0, 1.0);
+  const auto l = values<std::int64_t, Shape<3>>({3, 0, 1});
+  gradcheck::check(reduce_sum(nn::categorical_crossentropy(t, q)), q, t);
+  gradcheck::check(reduce_sum(nn::sparse_categorical_crossentropy(l, q)), q);
+  gradcheck::check(reduce_sum(nn::binary_crossentropy(t, q)), q, t);
 }

@@ -1,12 +1,19 @@
 #pragma once
-// Gradient rules of tf.nn's kernels. conv2d: TensorFlow's Conv2DBackpropInput and
-// Conv2DBackpropFilter (im2col + GEMM). Pooling: max routes the adjoint to each window's first
-// maximum, average spreads it over the valid elements. Sparse softmax cross-entropy: one row
-// kernel, g * (softmax(x) - one_hot(label)); labels take none. (softmax, log_softmax and the other
-// losses are compositions of ops with rules of their own.)
+// Gradient rules of tf.nn's kernels and tf.image.resize (its adjoint kernel, float32 images).
+// conv2d: TensorFlow's Conv2DBackpropInput and Conv2DBackpropFilter (im2col + GEMM);
+// conv2d_transpose (a Conv2DBackpropInput node): conv2d and Conv2DBackpropFilter with the roles of
+// image and adjoint swapped. depthwise_conv2d: its two direct backward kernels. fused_batch_norm:
+// FusedBatchNormGrad, one kernel per operand. Pooling: max routes the adjoint to each window's
+// first element equal to its maximum (the forward result), average spreads it over the valid
+// elements. Sparse softmax cross-entropy: one row kernel, g * (softmax(x) - one_hot(label));
+// labels take none. (softmax, log_softmax and the other losses are compositions of ops with rules
+// of their own.)
 
+#include "../../ops/image.hpp"
 #include "../../ops/nn/conv.hpp"
+#include "../../ops/nn/depthwise.hpp"
 #include "../../ops/nn/losses.hpp"
+#include "../../ops/nn/normalization.hpp"
 #include "../../ops/nn/pool.hpp"
 #include "../rule.hpp"
 
@@ -45,16 +52,101 @@ struct rule<expr::Computed<nn::detail::conv2d_kernel<T, SX, SF, P>, X, F>> {
   }
 };
 
+template <class T, class SX, class SF, nn::detail::conv_options P, class DY, class F>
+struct rule<expr::Computed<nn::detail::conv2d_backprop_input_kernel<T, SX, SF, P>, DY, F>> {
+  static constexpr bool known = true;
+  template <std::size_t Op> static constexpr bool differentiable = true;
+
+  // y = conv2d^T(dy, f), so <g, y> = <conv2d(g, f), dy>.
+  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
+    if constexpr (Op == 0) {
+      nn::detail::conv2d_kernel<T, SX, SF, P> k;
+      k.g = n.k.g;
+      k.out_dims = operand<0>(n).dims();
+      return expr::make_computed(k, G(g), operand<1>(n));
+    } else {
+      nn::detail::conv2d_backprop_filter_kernel<T, SX, SF, P> k;
+      k.g = n.k.g;
+      k.out_dims = operand<1>(n).dims();
+      return expr::make_computed(k, G(g), operand<0>(n));
+    }
+  }
+};
+
+template <class T, class SX, class SF, nn::detail::conv_options P, class X, class F>
+struct rule<expr::Computed<nn::detail::depthwise_kernel<T, SX, SF, P>, X, F>> {
+  static constexpr bool known = true;
+  template <std::size_t Op> static constexpr bool differentiable = true;
+
+  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
+    if constexpr (Op == 0) {
+      nn::detail::depthwise_backprop_input_kernel<T, SX, SF, P> k;
+      k.g = n.k.g;
+      k.out_dims = operand<0>(n).dims();
+      return expr::make_computed(k, G(g), operand<1>(n));
+    } else {
+      nn::detail::depthwise_backprop_filter_kernel<T, SX, SF, P> k;
+      k.g = n.k.g;
+      k.out_dims = operand<1>(n).dims();
+      return expr::make_computed(k, operand<0>(n), G(g));
+    }
+  }
+};
+
 template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, nn::padding Pad, bool Max, class X>
 struct rule<expr::Computed<nn::detail::pool_kernel<T, SX, KH, KW, SH, SW, Pad, Max>, X>> {
   static constexpr bool known = true;
   template <std::size_t Op> static constexpr bool differentiable = true;
 
+  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y& y) {
+    if constexpr (Max) {
+      nn::detail::max_pool_grad_kernel<T, SX> k;
+      k.g = n.k.g;
+      k.out_dims = operand<0>(n).dims();
+      return expr::make_computed(k, operand<0>(n), y, G(g));
+    } else {
+      nn::detail::avg_pool_grad_kernel<T, SX> k;
+      k.g = n.k.g;
+      k.out_dims = operand<0>(n).dims();
+      return expr::make_computed(k, G(g));
+    }
+  }
+};
+
+template <class T, class SX, std::size_t H, std::size_t W, class X>
+struct rule<expr::Computed<image::detail::resize_kernel<T, SX, H, W>, X>> {
+  static constexpr bool known = true;
+  template <std::size_t Op> static constexpr bool differentiable = std::is_same_v<T, float>;
+
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
-    nn::detail::pool_grad_kernel<T, SX, Max> k;
+    image::detail::resize_grad_kernel<SX> k;
     k.g = n.k.g;
     k.out_dims = operand<0>(n).dims();
-    return expr::make_computed(k, operand<0>(n), G(g));
+    return expr::make_computed(k, G(g));
+  }
+};
+
+template <class T, class SX, class X, class S, class O>
+struct rule<expr::Computed<nn::detail::batch_norm_kernel<T, SX>, X, S, O>> {
+  static constexpr bool known = true;
+  template <std::size_t Op> static constexpr bool differentiable = true;
+
+  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
+    if constexpr (Op == 0) {
+      nn::detail::batch_norm_input_grad_kernel<T, SX> k;
+      k.g = n.k.g;
+      k.out_dims = n.k.out_dims;
+      return expr::make_computed(k, operand<0>(n), operand<1>(n), G(g));
+    } else if constexpr (Op == 1) {
+      nn::detail::batch_norm_scale_grad_kernel<T, SX, shape_t<S>> k;
+      k.g = n.k.g;
+      k.out_dims = operand<1>(n).dims();
+      return expr::make_computed(k, operand<0>(n), G(g));
+    } else {
+      // The offset's adjoint: the sum of g over every axis but the channels.
+      using SG = Shape<dyn, shape_t<O>::extents[0]>;
+      return reduce_sum<0>(reshape<SG>(G(g), dims_t<2>{n.k.g.rows, n.k.g.c}));
+    }
   }
 };
 

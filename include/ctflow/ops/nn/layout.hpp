@@ -18,9 +18,18 @@ template <std::size_t R> constexpr dims_t<R - 1> channels_first(std::size_t c) {
 }
 }  // namespace detail
 
+/// @brief TensorFlow's data_format: channels last (NHWC, NWC: the default) or channels first
+/// (NCHW, NCW), passed as the last argument of the ops that take one: `conv2d<SAME>(x, f, NCHW)`.
+/// The format is part of the type, as it decides the result's shape.
+template <bool ChannelsFirst> struct data_format {
+  static constexpr bool channels_first = ChannelsFirst;
+};
+inline constexpr data_format<false> NHWC, NWC;
+inline constexpr data_format<true> NCHW, NCW;
+
 /// @brief tf.nn.bias_add: adds bias [c] along the channels, the last axis (NHWC, the default) or
-/// axis 1 (`bias_add<true>`, NCHW).
-template <bool ChannelsFirst = false, Expression X, Expression B> auto bias_add(X&& value, B&& bias) {
+/// axis 1 (NCHW).
+template <Expression X, Expression B, bool ChannelsFirst = false> auto bias_add(X&& value, B&& bias, data_format<ChannelsFirst> = {}) {
   static_assert(rank_v<B> == 1, "ctflow::nn::bias_add: bias must be a vector");
   if constexpr (!ChannelsFirst) {
     return std::forward<X>(value) + std::forward<B>(bias);

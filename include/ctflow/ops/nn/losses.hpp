@@ -2,7 +2,9 @@
 /// @brief tf.nn's softmax family and losses: `nn::softmax`, `nn::log_softmax` (stable: the
 /// maximum is subtracted first), `nn::sparse_softmax_cross_entropy_with_logits` (one fused row
 /// kernel forward, one backward), `nn::softmax_cross_entropy_with_logits`,
-/// `nn::sigmoid_cross_entropy_with_logits`, `nn::l2_loss` and `nn::compute_average_loss`.
+/// `nn::sigmoid_cross_entropy_with_logits`, `nn::l2_loss`, `nn::compute_average_loss`, and Keras's
+/// cross-entropies on probabilities (`nn::categorical_crossentropy`,
+/// `nn::sparse_categorical_crossentropy`, `nn::binary_crossentropy`).
 ///
 ///     auto per_example = nn::sparse_softmax_cross_entropy_with_logits(labels, logits);  // [batch]
 ///     auto loss = nn::compute_average_loss(per_example);                              // scalar
@@ -213,6 +215,38 @@ template <Expression L, Expression X> auto sparse_softmax_cross_entropy_with_log
     k.classes = dx[dx.size() - 1];
     return expr::make_computed(k, std::forward<L>(labels), std::forward<X>(logits));
   }
+}
+
+/// @brief Keras's cross-entropies on probabilities (from_logits=False), as its backend computes
+/// them: the predictions are clipped to [1e-7, 1 - 1e-7] first, so a zero probability gives a
+/// large finite loss. Per example, over the last axis.
+///
+/// categorical_crossentropy(y_true one-hot, y_pred): y_pred is first scaled to sum to one.
+template <Expression L, Expression P> auto categorical_crossentropy(const L& y_true, const P& y_pred) {
+  using T = value_t<P>;
+  static_assert(is_floating_v<T>, "ctflow::nn::categorical_crossentropy: predictions must be floating");
+  constexpr T eps = T(1e-7);
+  auto p = clip_by_value(y_pred / reduce_sum<-1>(y_pred, keepdims), eps, T(1) - eps);
+  return -reduce_sum<-1>(y_true * log(p));
+}
+
+/// @brief Keras's sparse_categorical_crossentropy(labels, y_pred): the sparse softmax
+/// cross-entropy of log(clip(y_pred)), as Keras's backend computes it.
+template <Expression L, Expression P> auto sparse_categorical_crossentropy(L&& labels, const P& y_pred) {
+  using T = value_t<P>;
+  static_assert(is_floating_v<T>, "ctflow::nn::sparse_categorical_crossentropy: predictions must be floating");
+  constexpr T eps = T(1e-7);
+  return sparse_softmax_cross_entropy_with_logits(std::forward<L>(labels), log(clip_by_value(y_pred, eps, T(1) - eps)));
+}
+
+/// @brief Keras's binary_crossentropy(y_true, y_pred): the mean over the last axis of
+/// -(y log(p + 1e-7) + (1 - y) log(1 - p + 1e-7)), p = clip(y_pred, 1e-7, 1 - 1e-7).
+template <Expression L, Expression P> auto binary_crossentropy(const L& y_true, const P& y_pred) {
+  using T = value_t<P>;
+  static_assert(is_floating_v<T>, "ctflow::nn::binary_crossentropy: predictions must be floating");
+  constexpr T eps = T(1e-7);
+  auto p = clip_by_value(y_pred, eps, T(1) - eps);
+  return -reduce_mean<-1>(y_true * log(p + eps) + (T(1) - y_true) * log(T(1) - p + eps));
 }
 
 }  // namespace ctflow::nn

@@ -1,6 +1,6 @@
 #pragma once
-/// @brief tf.nn.max_pool2d and avg_pool2d over NHWC input, with TensorFlow's SAME / VALID
-/// windows (SAME averages over the elements inside the image only), their gradients, and global
+/// @brief tf.nn.max_pool2d and avg_pool2d over NHWC input, with TensorFlow's SAME / VALID /
+/// explicit windows (averages are over the elements inside the image only), their gradients, and global
 /// average / max pooling:
 ///
 ///     auto p = nn::max_pool2d<2, 2>(x);                  // 2x2 windows, strides 2, VALID
@@ -36,13 +36,13 @@ struct pool_geometry {
   }
 };
 inline pool_geometry make_pool_geometry(const dims_t<4>& x, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw, padding p) {
-  const auto gh = spatial(x[1], kh, sh, 1, p), gw = spatial(x[2], kw, sw, 1, p);
+  const auto gh = spatial(x[1], kh, sh, 1, p, 0), gw = spatial(x[2], kw, sw, 1, p, 1);
   return {x[0], x[1], x[2], x[3], kh, kw, sh, sw, gh.out, gw.out, gh.pad_before, gw.pad_before};
 }
 
 template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max> struct pool_kernel {
-  static constexpr dims_t<4> extents{SX::extents[0], static_spatial(SX::extents[1], KH, SH, 1, Pad),
-                                     static_spatial(SX::extents[2], KW, SW, 1, Pad), SX::extents[3]};
+  static constexpr dims_t<4> extents{SX::extents[0], static_spatial(SX::extents[1], KH, SH, 1, Pad, 0),
+                                     static_spatial(SX::extents[2], KW, SW, 1, Pad, 1), SX::extents[3]};
   using value_type = T;
   using shape_type = shape_of<extents>;
   dims_t<4> out_dims{};
@@ -53,66 +53,106 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
       std::size_t y0, y1, x0, x1;
       g.window(oy, ox, y0, y1, x0, x1);
       T* o = out + ((n * g.oh + oy) * g.ow + ox) * g.c;
-      std::fill_n(o, g.c, T(Max ? -std::numeric_limits<V>::infinity() : V(0)));
-      for (std::size_t y = y0; y < y1; ++y)
-        for (std::size_t xx = x0; xx < x1; ++xx) {
-          const T* in = x.data + ((n * g.h + y) * g.w + xx) * g.c;
-          for (std::size_t c = 0; c < g.c; ++c) {
-            if constexpr (Max) o[c] = V(in[c]) > V(o[c]) ? in[c] : o[c];
-            else o[c] = T(V(o[c]) + V(in[c]));
+      const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
+      // Blocks of channels accumulate in registers (a local array: no aliasing with x).
+      constexpr std::size_t block = 64;
+      for (std::size_t c0 = 0; c0 < g.c; c0 += block) {
+        const std::size_t cn = std::min(block, g.c - c0);
+        V acc[block];
+        for (std::size_t c = 0; c < block; ++c) acc[c] = Max ? -std::numeric_limits<V>::infinity() : V(0);
+        for (std::size_t y = y0; y < y1; ++y)
+          for (std::size_t xx = x0; xx < x1; ++xx) {
+            const T* in = x.data + ((n * g.h + y) * g.w + xx) * g.c + c0;
+            for (std::size_t c = 0; c < cn; ++c) {
+              if constexpr (Max) acc[c] = V(in[c]) > acc[c] ? V(in[c]) : acc[c];
+              else acc[c] += V(in[c]);
+            }
           }
-        }
-      if constexpr (!Max) {
-        const V scale = V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
-        for (std::size_t c = 0; c < g.c; ++c) o[c] = T(V(o[c]) * scale);
+        for (std::size_t c = 0; c < cn; ++c) o[c0 + c] = T(acc[c] * scale);
       }
     });
   }
 };
 
-/// The input adjoint of a pooling: max routes each g to the first maximum of its window (row-
-/// major order, as TensorFlow's CPU kernel), average spreads it evenly over the valid elements.
-template <class T, class SX, bool Max> struct pool_grad_kernel {
+/// Runs f(n, oy) over every output row, images split among threads, zeroing the adjoint out
+/// as it goes: the input rows a row of windows first touches are zeroed just before it (so they
+/// are in cache when the windows add to them), and the rows no window touches at the end.
+template <class T, class F> void each_output_row_zeroing(const pool_geometry& g, T* out, F&& f) {
+  const std::size_t row = g.w * g.c;
+  backend::cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t n = b; n < e; ++n) {
+      T* image = out + n * g.h * row;
+      std::size_t zeroed = 0;
+      for (std::size_t oy = 0; oy < g.oh; ++oy) {
+        const std::ptrdiff_t ys = std::ptrdiff_t(oy * g.sh) - std::ptrdiff_t(g.pt);
+        const std::size_t y1 = std::size_t(std::clamp<std::ptrdiff_t>(ys + std::ptrdiff_t(g.kh), 0, std::ptrdiff_t(g.h)));
+        if (y1 > zeroed) {
+          std::fill(image + zeroed * row, image + y1 * row, T(0));
+          zeroed = y1;
+        }
+        f(n, oy);
+      }
+      std::fill(image + zeroed * row, image + g.h * row, T(0));
+    }
+  });
+}
+
+/// MaxPoolGrad: each g goes to the first element of its window (row-major order, as
+/// TensorFlow's CPU kernel) equal to the window's maximum y. Branch-free per channel: a channel
+/// takes g at the first match and is then done.
+template <class T, class SX> struct max_pool_grad_kernel {
   using value_type = T;
   using shape_type = SX;
   dims_t<4> out_dims{};
   pool_geometry g{};
-  void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& dy) const {
+  void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& y, const expr::strided_view<T, 4>& dy) const {
     using V = compute_t<T>;
-    std::fill_n(out, product(out_dims), T(0));
-    g.each_output([&](std::size_t n, std::size_t oy, std::size_t ox) {
-      std::size_t y0, y1, x0, x1;
-      g.window(oy, ox, y0, y1, x0, x1);
-      const T* d = dy.data + ((n * g.oh + oy) * g.ow + ox) * g.c;
-      if constexpr (Max) {
-        // Channels innermost (contiguous): the first maximum of each channel's window.
+    each_output_row_zeroing(g, out, [&](std::size_t n, std::size_t oy) {
+      for (std::size_t ox = 0; ox < g.ow; ++ox) {
+        std::size_t y0, y1, x0, x1;
+        g.window(oy, ox, y0, y1, x0, x1);
+        const std::size_t at = ((n * g.oh + oy) * g.ow + ox) * g.c;
+        const T* top = y.data + at;
+        const T* d = dy.data + at;
         constexpr std::size_t block = 64;
         for (std::size_t c0 = 0; c0 < g.c; c0 += block) {
           const std::size_t cn = std::min(block, g.c - c0);
-          std::size_t best[block];
-          V top[block];
-          const std::size_t first = ((n * g.h + y0) * g.w + x0) * g.c + c0;
-          for (std::size_t c = 0; c < cn; ++c) {
-            best[c] = first + c;
-            top[c] = V(x.data[first + c]);
-          }
-          for (std::size_t y = y0; y < y1; ++y)
+          V done[block] = {};
+          for (std::size_t yy = y0; yy < y1; ++yy)
             for (std::size_t xx = x0; xx < x1; ++xx) {
-              const std::size_t at = ((n * g.h + y) * g.w + xx) * g.c + c0;
-              for (std::size_t c = 0; c < cn; ++c) {  // branch-free: the comparisons are unpredictable
-                const V v = V(x.data[at + c]);
-                const bool greater = v > top[c];
-                best[c] = greater ? at + c : best[c];
-                top[c] = greater ? v : top[c];
+              const std::size_t in = ((n * g.h + yy) * g.w + xx) * g.c + c0;
+              const T* xi = x.data + in;
+              T* o = out + in;
+#pragma GCC ivdep
+              for (std::size_t c = 0; c < cn; ++c) {  // x, y, dy and dx never overlap
+                const bool take = done[c] == V(0) && V(xi[c]) == V(top[c0 + c]);
+                o[c] = T(V(o[c]) + (take ? V(d[c0 + c]) : V(0)));
+                done[c] += V(take);  // a full store: a masked one would stall the next load
               }
             }
-          for (std::size_t c = 0; c < cn; ++c) out[best[c]] = T(V(out[best[c]]) + V(d[c0 + c]));
         }
-      } else {
+      }
+    });
+  }
+};
+
+/// AvgPoolGrad: each g spread evenly over the valid elements of its window.
+template <class T, class SX> struct avg_pool_grad_kernel {
+  using value_type = T;
+  using shape_type = SX;
+  dims_t<4> out_dims{};
+  pool_geometry g{};
+  void run(T* out, const expr::strided_view<T, 4>& dy) const {
+    using V = compute_t<T>;
+    each_output_row_zeroing(g, out, [&](std::size_t n, std::size_t oy) {
+      for (std::size_t ox = 0; ox < g.ow; ++ox) {
+        std::size_t y0, y1, x0, x1;
+        g.window(oy, ox, y0, y1, x0, x1);
+        const T* d = dy.data + ((n * g.oh + oy) * g.ow + ox) * g.c;
         const V scale = V(1) / V((y1 - y0) * (x1 - x0));
-        for (std::size_t y = y0; y < y1; ++y)
+        for (std::size_t yy = y0; yy < y1; ++yy)
           for (std::size_t xx = x0; xx < x1; ++xx) {
-            T* o = out + ((n * g.h + y) * g.w + xx) * g.c;
+            T* o = out + ((n * g.h + yy) * g.w + xx) * g.c;
             for (std::size_t c = 0; c < g.c; ++c) o[c] = T(V(o[c]) + V(d[c]) * scale);
           }
       }
@@ -130,13 +170,15 @@ template <bool Max, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t 
   CTFLOW_STATIC_CHECK(rank_ok, concat(fixed_string("ctflow::nn::pool2d: input must be [n,h,w,c]: "), shape_string_v<SX>));
   CTFLOW_STATIC_CHECK(is_floating_v<T>, fixed_string("ctflow::nn::pool2d: input must be floating"));
   if constexpr (rank_ok && is_floating_v<T>) {
-    constexpr auto fits = [](std::size_t in, std::size_t k) { return Pad == padding::same || in == dyn || k <= in; };
-    constexpr bool window_ok = fits(SX::extents[1], KH) && fits(SX::extents[2], KW);
-    CTFLOW_STATIC_CHECK(window_ok, concat(fixed_string("ctflow::nn::pool2d: the window is larger than the VALID input: "), shape_string_v<SX>));
+    // Every window must hold an element of the image: explicit pads stay below the window.
+    static_assert(Pad.top < KH && Pad.bottom < KH && Pad.left < KW && Pad.right < KW,
+                  "ctflow::nn::pool2d: explicit padding must be smaller than the window");
+    constexpr bool window_ok = window_fits(SX::extents[1], KH, 1, Pad, 0) && window_fits(SX::extents[2], KW, 1, Pad, 1);
+    CTFLOW_STATIC_CHECK(window_ok, concat(fixed_string("ctflow::nn::pool2d: the window is larger than the input with its padding: "), shape_string_v<SX>));
     if constexpr (window_ok) {
       const auto d = input.dims();
-      if (Pad == padding::valid && (KH > d[1] || KW > d[2]))
-        throw_shape_error("ctflow::nn::pool2d", "the window is larger than the VALID input", d, dims_t<2>{KH, KW});
+      if (!window_fits(d[1], KH, 1, Pad, 0) || !window_fits(d[2], KW, 1, Pad, 1))
+        throw_shape_error("ctflow::nn::pool2d", "the window is larger than the input with its padding", d, dims_t<2>{KH, KW});
       pool_kernel<T, SX, KH, KW, SH, SW, Pad, Max> k;
       k.g = make_pool_geometry(d, KH, KW, SH, SW, Pad);
       k.out_dims = {k.g.n, k.g.oh, k.g.ow, k.g.c};
@@ -149,14 +191,14 @@ template <bool Max, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t 
 
 /// @brief tf.nn.max_pool2d(input, ksize, strides, padding) over NHWC input: `max_pool2d<kh, kw,
 /// stride_h = kh, stride_w = kw, SAME or VALID = VALID>(x)`.
-template <std::size_t KH, std::size_t KW = KH, std::size_t SH = KH, std::size_t SW = KW, padding Pad = padding::valid, Expression X>
+template <std::size_t KH, std::size_t KW = KH, std::size_t SH = KH, std::size_t SW = KW, padding Pad = VALID, Expression X>
 auto max_pool2d(X&& input) {
   return detail::pool2d<true, KH, KW, SH, SW, Pad>(std::forward<X>(input));
 }
 
 /// @brief tf.nn.avg_pool2d over NHWC input; with SAME, windows average the elements inside the
 /// image only.
-template <std::size_t KH, std::size_t KW = KH, std::size_t SH = KH, std::size_t SW = KW, padding Pad = padding::valid, Expression X>
+template <std::size_t KH, std::size_t KW = KH, std::size_t SH = KH, std::size_t SW = KW, padding Pad = VALID, Expression X>
 auto avg_pool2d(X&& input) {
   return detail::pool2d<false, KH, KW, SH, SW, Pad>(std::forward<X>(input));
 }
