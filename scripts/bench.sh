@@ -74,6 +74,16 @@ for c in mnist1 mnist2 resnet; do
 done
 echo "ResNet conv forward: $(ratio "$(field /tmp/ctflow_nn.txt "conv/resnet/0/" GFLOP/s)" 444) of FMA peak (goal >= 0.7)"
 
+echo "== max_pool2d forward+backward (GB/s, 3 |x| + 3 |y| bytes) against STREAM triad"
+for c in mnist resnet; do
+  for t in 1 2; do
+    ours=$(field /tmp/ctflow_nn.txt "max_pool/$c/$t/" GB/s)
+    triad=$(field /tmp/ctflow_elementwise.txt "triad/$t/" GB/s)
+    torch=$(field /tmp/ctflow_nn_torch.txt "torch_max_pool/$c/$t")
+    echo "max_pool $c threads=$t: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(ratio "$ours" "$triad") (goal >= 0.8), ctflow/torch $(ratio "$ours" "$torch")"
+  done
+done
+
 echo "== checkpoints of 1 GiB (save includes fsync) and the cost of a scalar summary"
 ./build/bench/bench_io $reps 2>/dev/null | grep median | tee /tmp/ctflow_io.txt
 /usr/bin/python3 bench/peers/io_torch.py | tee /tmp/ctflow_io_torch.txt
