@@ -99,6 +99,13 @@ TEST_CASE("conv2d matches its definition: VALID, SAME with odd and even sizes, s
   CHECK_THROWS_WITH(nn::conv2d<nn::VALID>(tiny, cast<float>(f)), Catch::Contains("the window is larger than the input with its padding"));
 }
 
+TEST_CASE("conv2d with many channels (several GEMM panels) matches its definition and finite differences") {
+  Tensor<double, Shape<2, 5, 4, 16>> x = random_normal<double, Shape<2, 5, 4, 16>>(41, 0.0, 1.0);
+  Tensor<double, Shape<3, 3, 16, 8>> f = random_normal<double, Shape<3, 3, 16, 8>>(42, 0.0, 1.0);
+  require_equal(eval(nn::conv2d<nn::SAME, 2>(x, f)), naive_conv(x, f, 2, 1, true), 1e-12);
+  gradcheck::check(reduce_sum(sin(nn::conv2d<nn::SAME>(x, f))), x, f);
+}
+
 TEST_CASE("conv2d's gradients (input and filter) match finite differences") {
   Tensor<double, Shape<2, 5, 6, 2>> x = random_normal<double, Shape<2, 5, 6, 2>>(31, 0.0, 1.0);
   Tensor<double, Shape<3, 2, 2, 3>> f = random_normal<double, Shape<3, 2, 2, 3>>(32, 0.0, 1.0);
