@@ -4,11 +4,11 @@ softmax cross-entropy) at batch 64 with autograd.
 
 Prints the median microseconds per step for the thread counts given on the command line.
 """
-import statistics
 import sys
-import time
 
 import torch
+
+from timing import median_seconds
 
 B, I, H, O = 64, 784, 256, 10
 torch.manual_seed(0)
@@ -32,11 +32,4 @@ def step():
 
 for threads in (int(t) for t in sys.argv[1:] or ["1", "2"]):
     torch.set_num_threads(threads)
-    for _ in range(20):
-        step()
-    times = []
-    for _ in range(200):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    print(f"torch_mlp/{threads} {statistics.median(times) * 1e6:.1f} us")
+    print(f"torch_mlp/{threads} {median_seconds(step, 200, warmup=20) * 1e6:.1f} us")

@@ -4,20 +4,16 @@
 Prints the median GB/s (4 streams of 4 bytes per element, as ctflow's benchmark counts) for the
 thread counts given on the command line.
 """
-import statistics
 import sys
-import time
 
 import torch
+
+from timing import median_seconds
 
 n = 1 << 24
 a, b, c = (torch.rand(n) * 2 - 1 for _ in range(3))
 out = torch.empty(n)
 for threads in (int(t) for t in sys.argv[1:] or ["1", "2"]):
     torch.set_num_threads(threads)
-    times = []
-    for _ in range(15):
-        t0 = time.perf_counter()
-        torch.add(a, 0.5 * b * torch.sigmoid(c), out=out)
-        times.append(time.perf_counter() - t0)
-    print(f"torch_fused3/{threads} {4 * n * 4 / statistics.median(times) / 1e9:.2f} GB/s")
+    seconds = median_seconds(lambda: torch.add(a, 0.5 * b * torch.sigmoid(c), out=out), 15)
+    print(f"torch_fused3/{threads} {4 * n * 4 / seconds / 1e9:.2f} GB/s")

@@ -4,10 +4,10 @@
 it, alone and followed by load into existing tensors (what restoring a model does). Prints the
 median seconds and GB/s of each (3 saves, 5 loads), in the format of bench_io's median rows."""
 import os
-import statistics
-import time
 
 import torch
+
+from timing import median_seconds
 
 torch.set_num_threads(2)
 DIR = "/tmp/ctflow_bench_ckpt"
@@ -40,15 +40,6 @@ def load_into():
             v.copy_(loaded[k])
 
 
-def median(f, n):
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 for name, f, n in [("torch_save", save, 3), ("torch_load", load, 5), ("torch_load_into", load_into, 5)]:
-    t = median(f, n)
+    t = median_seconds(f, n)
     print("%s_median %.1f ms GB/s=%.3f/s" % (name, t * 1e3, BYTES / t / 1e9))

@@ -2,24 +2,23 @@
 """PyTorch peer of bench_nn's sparse_xent: cross_entropy (mean) forward and backward over logits
 [1024, 1000] float32, counted as 3 x 4 MB as ctflow's benchmark counts. Prints the median GB/s
 for the thread counts given on the command line."""
-import statistics
 import sys
-import time
 
 import torch
+
+from timing import median_seconds
 
 torch.manual_seed(0)
 logits = (torch.randn(1024, 1000) * 2).requires_grad_()
 labels = torch.arange(1024) * 37 % 1000
 for threads in (int(t) for t in sys.argv[1:] or ["1", "2"]):
     torch.set_num_threads(threads)
-    times = []
-    for _ in range(200):
-        t0 = time.perf_counter()
+
+    def step():
         logits.grad = None
         torch.nn.functional.cross_entropy(logits, labels).backward()
-        times.append(time.perf_counter() - t0)
-    print(f"torch_sparse_xent/{threads} {3 * 1024 * 1000 * 4 / statistics.median(times) / 1e9:.2f} GB/s")
+
+    print(f"torch_sparse_xent/{threads} {3 * 1024 * 1000 * 4 / median_seconds(step, 200) / 1e9:.2f} GB/s")
 
 # The convolutions of bench_nn's conv benchmarks (2 threads): forward, backward to the input,
 # backward to the filter, in GFLOP/s (2 * output * 9 * c per pass).
@@ -36,12 +35,7 @@ for name, n, h, w, c, o, pad in [("mnist1", 64, 28, 28, 1, 32, 0), ("mnist2", 64
         lambda: torch.nn.grad.conv2d_weight(x, f.shape, dy, padding=pad),
     ]
     for p, run in enumerate(passes):
-        times = []
-        for _ in range(20):
-            t0 = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t0)
-        print(f"torch_conv/{name}/{p} {flops / statistics.median(times) / 1e9:.1f} GFLOP/s")
+        print(f"torch_conv/{name}/{p} {flops / median_seconds(run, 20) / 1e9:.1f} GFLOP/s")
 
 # bench_nn's max_pool: max_pool2d forward and backward, counted as 3 |x| + 3 |y| bytes as ctflow's
 # benchmark counts (PyTorch moves more: its int64 indices).
@@ -50,12 +44,11 @@ for name, n, h, w, c, k, st, pad in [("mnist", 64, 26, 26, 32, 2, 2, 0), ("resne
     y = torch.nn.functional.max_pool2d(x, k, st, pad)
     dy = torch.randn_like(y)
     nbytes = 3.0 * (x.numel() + y.numel()) * 4
+
+    def step():
+        x.grad = None
+        torch.nn.functional.max_pool2d(x, k, st, pad).backward(dy)
+
     for threads in (1, 2):
         torch.set_num_threads(threads)
-        times = []
-        for _ in range(20):
-            t0 = time.perf_counter()
-            x.grad = None
-            torch.nn.functional.max_pool2d(x, k, st, pad).backward(dy)
-            times.append(time.perf_counter() - t0)
-        print(f"torch_max_pool/{name}/{threads} {nbytes / statistics.median(times) / 1e9:.2f} GB/s")
+        print(f"torch_max_pool/{name}/{threads} {nbytes / median_seconds(step, 20) / 1e9:.2f} GB/s")
