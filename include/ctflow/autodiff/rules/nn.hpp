@@ -19,6 +19,14 @@
 
 namespace ctflow::autodiff {
 
+/// A backward kernel K of node n: n's geometry, the extents of n's operand I, over ops.
+template <class K, std::size_t I, class N, class... Ops> auto adjoint_kernel(const N& n, Ops&&... ops) {
+  K k;
+  k.g = n.k.g;
+  k.out_dims = operand<I>(n).dims();
+  return expr::make_computed(k, std::forward<Ops>(ops)...);
+}
+
 template <class T, class I, class SL, class SX, class L, class X>
 struct rule<expr::Computed<nn::detail::sparse_xent_kernel<T, I, SL, SX>, L, X>> {
   static constexpr bool known = true;
@@ -39,15 +47,9 @@ struct rule<expr::Computed<nn::detail::conv2d_kernel<T, SX, SF, P>, X, F>> {
 
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
     if constexpr (Op == 0) {
-      nn::detail::conv2d_backprop_input_kernel<T, SX, SF, P> k;
-      k.g = n.k.g;
-      k.out_dims = operand<0>(n).dims();
-      return expr::make_computed(k, G(g), operand<1>(n));
+      return adjoint_kernel<nn::detail::conv2d_backprop_input_kernel<T, SX, SF, P>, 0>(n, G(g), operand<1>(n));
     } else {
-      nn::detail::conv2d_backprop_filter_kernel<T, SX, SF, P> k;
-      k.g = n.k.g;
-      k.out_dims = operand<1>(n).dims();
-      return expr::make_computed(k, operand<0>(n), G(g));
+      return adjoint_kernel<nn::detail::conv2d_backprop_filter_kernel<T, SX, SF, P>, 1>(n, operand<0>(n), G(g));
     }
   }
 };
@@ -60,15 +62,9 @@ struct rule<expr::Computed<nn::detail::conv2d_backprop_input_kernel<T, SX, SF, P
   // y = conv2d^T(dy, f), so <g, y> = <conv2d(g, f), dy>.
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
     if constexpr (Op == 0) {
-      nn::detail::conv2d_kernel<T, SX, SF, P> k;
-      k.g = n.k.g;
-      k.out_dims = operand<0>(n).dims();
-      return expr::make_computed(k, G(g), operand<1>(n));
+      return adjoint_kernel<nn::detail::conv2d_kernel<T, SX, SF, P>, 0>(n, G(g), operand<1>(n));
     } else {
-      nn::detail::conv2d_backprop_filter_kernel<T, SX, SF, P> k;
-      k.g = n.k.g;
-      k.out_dims = operand<1>(n).dims();
-      return expr::make_computed(k, G(g), operand<0>(n));
+      return adjoint_kernel<nn::detail::conv2d_backprop_filter_kernel<T, SX, SF, P>, 1>(n, G(g), operand<0>(n));
     }
   }
 };
@@ -80,15 +76,9 @@ struct rule<expr::Computed<nn::detail::depthwise_kernel<T, SX, SF, P>, X, F>> {
 
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
     if constexpr (Op == 0) {
-      nn::detail::depthwise_backprop_input_kernel<T, SX, SF, P> k;
-      k.g = n.k.g;
-      k.out_dims = operand<0>(n).dims();
-      return expr::make_computed(k, G(g), operand<1>(n));
+      return adjoint_kernel<nn::detail::depthwise_backprop_input_kernel<T, SX, SF, P>, 0>(n, G(g), operand<1>(n));
     } else {
-      nn::detail::depthwise_backprop_filter_kernel<T, SX, SF, P> k;
-      k.g = n.k.g;
-      k.out_dims = operand<1>(n).dims();
-      return expr::make_computed(k, operand<0>(n), G(g));
+      return adjoint_kernel<nn::detail::depthwise_backprop_filter_kernel<T, SX, SF, P>, 1>(n, operand<0>(n), G(g));
     }
   }
 };
@@ -100,15 +90,9 @@ struct rule<expr::Computed<nn::detail::pool_kernel<T, SX, KH, KW, SH, SW, Pad, M
 
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y& y) {
     if constexpr (Max) {
-      nn::detail::max_pool_grad_kernel<T, SX> k;
-      k.g = n.k.g;
-      k.out_dims = operand<0>(n).dims();
-      return expr::make_computed(k, operand<0>(n), y, G(g));
+      return adjoint_kernel<nn::detail::max_pool_grad_kernel<T, SX>, 0>(n, operand<0>(n), y, G(g));
     } else {
-      nn::detail::avg_pool_grad_kernel<T, SX> k;
-      k.g = n.k.g;
-      k.out_dims = operand<0>(n).dims();
-      return expr::make_computed(k, G(g));
+      return adjoint_kernel<nn::detail::avg_pool_grad_kernel<T, SX>, 0>(n, G(g));
     }
   }
 };
@@ -119,10 +103,7 @@ struct rule<expr::Computed<image::detail::resize_kernel<T, SX, H, W>, X>> {
   template <std::size_t Op> static constexpr bool differentiable = std::is_same_v<T, float>;
 
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
-    image::detail::resize_grad_kernel<SX> k;
-    k.g = n.k.g;
-    k.out_dims = operand<0>(n).dims();
-    return expr::make_computed(k, G(g));
+    return adjoint_kernel<image::detail::resize_grad_kernel<SX>, 0>(n, G(g));
   }
 };
 
@@ -133,15 +114,9 @@ struct rule<expr::Computed<nn::detail::batch_norm_kernel<T, SX>, X, S, O>> {
 
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
     if constexpr (Op == 0) {
-      nn::detail::batch_norm_input_grad_kernel<T, SX> k;
-      k.g = n.k.g;
-      k.out_dims = n.k.out_dims;
-      return expr::make_computed(k, operand<0>(n), operand<1>(n), G(g));
+      return adjoint_kernel<nn::detail::batch_norm_input_grad_kernel<T, SX>, 0>(n, operand<0>(n), operand<1>(n), G(g));
     } else if constexpr (Op == 1) {
-      nn::detail::batch_norm_scale_grad_kernel<T, SX, shape_t<S>> k;
-      k.g = n.k.g;
-      k.out_dims = operand<1>(n).dims();
-      return expr::make_computed(k, operand<0>(n), G(g));
+      return adjoint_kernel<nn::detail::batch_norm_scale_grad_kernel<T, SX, shape_t<S>>, 1>(n, operand<0>(n), G(g));
     } else {
       // The offset's adjoint: the sum of g over every axis but the channels.
       using SG = Shape<dyn, shape_t<O>::extents[0]>;
