@@ -198,6 +198,7 @@ TEST_CASE("depthwise and separable convolutions match their definitions; gradien
   static_assert(std::is_same_v<shape_t<decltype(sep)>, Shape<2, 3, 3, 4>>);
   require_equal(sep, naive(eval(nn::depthwise_conv2d<nn::SAME, 2>(x, f)), p, 1, 1, 0, 0, 0, 0, false), 1e-12);
   gradcheck::check(reduce_sum(sin(nn::separable_conv2d<nn::SAME, 2>(x, f, p))), x, f, p);
+  require_equal(eval(nn::separable_conv2d<nn::SAME, 2>(xc, f, p, nn::NCHW)), eval(nn::nhwc_to_nchw(sep)), 1e-12);
   // float32 with many channels (the contiguous channel runs) against float64.
   Tensor<float, Shape<4, 9, 9, 40>> xf = random_normal<float, Shape<4, 9, 9, 40>>(12, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 40, 1>> ff = random_normal<float, Shape<3, 3, 40, 1>>(13, 0.0, 1.0);

@@ -121,12 +121,17 @@ auto depthwise_conv2d(X&& input, F&& filters, data_format<ChannelsFirst> = {}) {
 /// [1, 1, c * m, o].
 template <padding Pad, std::size_t SH = 1, std::size_t SW = SH, std::size_t DH = 1, std::size_t DW = DH, Expression X, Expression D, Expression P,
           bool ChannelsFirst = false>
-auto separable_conv2d(X&& input, D&& depthwise_filter, P&& pointwise_filter, data_format<ChannelsFirst> format = {}) {
+auto separable_conv2d(X&& input, D&& depthwise_filter, P&& pointwise_filter, data_format<ChannelsFirst> = {}) {
   static_assert(rank_v<P> == 4 && (shape_t<P>::extents[0] == 1 || shape_t<P>::extents[0] == dyn) &&
                     (shape_t<P>::extents[1] == 1 || shape_t<P>::extents[1] == dyn),
                 "ctflow::nn::separable_conv2d: the pointwise filter must be [1,1,c*m,o]");
-  return conv2d<VALID>(depthwise_conv2d<Pad, SH, SW, DH, DW>(std::forward<X>(input), std::forward<D>(depthwise_filter), format),
-                       std::forward<P>(pointwise_filter), format);
+  // NCHW: one layout change on the way in and one on the way out, none between the two convolutions.
+  if constexpr (ChannelsFirst)
+    return nhwc_to_nchw(separable_conv2d<Pad, SH, SW, DH, DW>(nchw_to_nhwc(std::forward<X>(input)), std::forward<D>(depthwise_filter),
+                                                              std::forward<P>(pointwise_filter)));
+  else
+    return conv2d<VALID>(depthwise_conv2d<Pad, SH, SW, DH, DW>(std::forward<X>(input), std::forward<D>(depthwise_filter)),
+                         std::forward<P>(pointwise_filter));
 }
 
 }  // namespace ctflow::nn
