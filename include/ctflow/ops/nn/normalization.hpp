@@ -133,9 +133,11 @@ template <class T, class SX> struct batch_norm_kernel {
   }
 };
 
-/// sum(dy) and sum(dy * xhat) per channel, xhat = (x - mean) * inv_std.
-template <class T> std::vector<double> batch_norm_grad_sums(const T* x, const T* dy, const batch_norm_geometry& g, const std::vector<double>& mean,
-                                                           const std::vector<double>& inv) {
+/// The batch statistics (into mean and inv_std, as batch_statistics), then sum(dy) and
+/// sum(dy * xhat) per channel, xhat = (x - mean) * inv_std: what both backward kernels need.
+template <class T> std::vector<double> batch_norm_grad_sums(const T* x, const T* dy, const batch_norm_geometry& g, std::vector<double>& mean,
+                                                           std::vector<double>& inv) {
+  batch_statistics(x, g.rows, g.c, g.epsilon, mean, inv);
   return channel_sums<2>(g.rows, g.c, [&](std::size_t r0, std::size_t r1, double* acc) {
     for (std::size_t r = r0; r < r1; ++r)
       for (std::size_t k = 0; k < g.c; ++k) {
@@ -156,7 +158,6 @@ template <class T, class SX> struct batch_norm_input_grad_kernel {
   void run(T* out, const expr::strided_view<T, std::size_t(SX::rank)>& x, const expr::strided_view<T, 1>& scale,
            const expr::strided_view<T, std::size_t(SX::rank)>& dy) const {
     std::vector<double> mean, inv;
-    batch_statistics(x.data, g.rows, g.c, g.epsilon, mean, inv);
     const auto sums = batch_norm_grad_sums(x.data, dy.data, g, mean, inv);
     const double n = double(std::max<std::size_t>(g.rows, 1));
     // dx = dy a + x b + c, per channel.
@@ -182,7 +183,6 @@ template <class T, class SX, class SC> struct batch_norm_scale_grad_kernel {
   batch_norm_geometry g{};
   void run(T* out, const expr::strided_view<T, std::size_t(SX::rank)>& x, const expr::strided_view<T, std::size_t(SX::rank)>& dy) const {
     std::vector<double> mean, inv;
-    batch_statistics(x.data, g.rows, g.c, g.epsilon, mean, inv);
     const auto sums = batch_norm_grad_sums(x.data, dy.data, g, mean, inv);
     for (std::size_t k = 0; k < g.c; ++k) out[k] = T(sums[g.c + k]);
   }
