@@ -69,24 +69,15 @@ namespace detail {
 
 inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_entropy_with_logits";
 
-/// The largest of n values (vectorised where the dtype allows).
+/// The largest of n values: the reductions' vectorised row where the dtype allows.
 template <class T> compute_t<T> row_max(const T* x, std::size_t n) {
-  using V = compute_t<T>;
-  namespace cpu = backend::cpu;
-  V m = -std::numeric_limits<V>::infinity();
-  std::size_t i = 0;
-  if constexpr (cpu::simd_type_v<T>) {
-    constexpr std::size_t W = cpu::lanes<T>;
-    if (n >= W) {
-      auto vm = cpu::batch<T>::load_unaligned(x);
-      for (i = W; i + W <= n; i += W) vm = xsimd::max(vm, cpu::batch<T>::load_unaligned(x + i));
-      alignas(64) T lanes_of[W];
-      vm.store_aligned(lanes_of);
-      m = *std::max_element(lanes_of, lanes_of + W);
-    }
+  if constexpr (backend::cpu::simd_type_v<T>) {
+    return backend::cpu::reduce::row(ops::max_op<T>{}, x, n);
+  } else {
+    compute_t<T> m = -std::numeric_limits<compute_t<T>>::infinity();
+    for (std::size_t i = 0; i < n; ++i) m = std::max(m, compute_t<T>(x[i]));
+    return m;
   }
-  for (; i < n; ++i) m = std::max(m, V(x[i]));
-  return m;
 }
 
 /// sum(exp(x - m)) of n values; when out is given, exp(x - m) is also stored there.
