@@ -106,6 +106,55 @@ TEST_CASE("conv2d with many channels (several GEMM panels) matches its definitio
   gradcheck::check(reduce_sum(sin(nn::conv2d<nn::SAME>(x, f))), x, f);
 }
 
+TEST_CASE("float32 conv2d and both gradients match their definitions across the direct kernels' tiles") {
+  // Shapes that cut the direct kernels' tiles (12 pixels x 32 outputs forward, 6 taps x 64 or 12
+  // taps x 32 outputs for the filter) unevenly: 40 and 20 outputs (a masked panel), 20 and 3
+  // channels (for the input gradient, at least and fewer than a vector of them), widths that
+  // leave a partial last tile, a width stride of 2 and dilations; pads larger than the window
+  // take the patch-matrix path, which must agree too.
+  Tensor<float, Shape<3, 9, 13, 20>> x = random_normal<float, Shape<3, 9, 13, 20>>(51, 0.0, 1.0);
+  Tensor<float, Shape<3, 3, 20, 40>> f = random_normal<float, Shape<3, 3, 20, 40>>(52, 0.0, 1.0);
+  Tensor<float, Shape<3, 9, 13, 3>> x3 = random_normal<float, Shape<3, 9, 13, 3>>(53, 0.0, 1.0);
+  Tensor<float, Shape<2, 3, 3, 20>> f3 = random_normal<float, Shape<2, 3, 3, 20>>(54, 0.0, 1.0);
+  // dx and df of <conv(x, f), dy> by their definitions: every (pixel, tap) pair of the forward
+  // loops adds its product to both.
+  const auto check = [](const auto& xs, const auto& fs, auto conv, std::size_t s, std::size_t sw, std::size_t d, std::size_t pt, std::size_t pl) {
+    const auto y = eval(conv(xs, fs));
+    Dyn4 xd = cast<double>(xs), fd = cast<double>(fs);
+    const auto yd = y.dims();
+    auto dy = random_normal<double, Shape<dyn, dyn, dyn, dyn>>(55, 0.0, 1.0, {yd[0], yd[1], yd[2], yd[3]});
+    Tensor<float, shape_t<decltype(y)>> dyf = cast<float>(dy);
+    const auto [value, dx, df] = value_and_grad(reduce_sum(conv(xs, fs) * dyf), xs, fs);
+    const auto xdims = xs.dims();
+    const auto fdims = fs.dims();
+    Dyn4 want_y({yd[0], yd[1], yd[2], yd[3]}), want_dx({xdims[0], xdims[1], xdims[2], xdims[3]}), want_df({fdims[0], fdims[1], fdims[2], fdims[3]});
+    for (std::size_t n = 0; n < yd[0]; ++n)
+      for (std::size_t i = 0; i < yd[1]; ++i)
+        for (std::size_t j = 0; j < yd[2]; ++j)
+          for (std::size_t a = 0; a < fdims[0]; ++a)
+            for (std::size_t b = 0; b < fdims[1]; ++b) {
+              const std::ptrdiff_t yy = std::ptrdiff_t(i * s + a * d) - std::ptrdiff_t(pt), xx = std::ptrdiff_t(j * sw + b * d) - std::ptrdiff_t(pl);
+              if (yy < 0 || xx < 0 || yy >= std::ptrdiff_t(xdims[1]) || xx >= std::ptrdiff_t(xdims[2])) continue;
+              for (std::size_t c = 0; c < xdims[3]; ++c)
+                for (std::size_t o = 0; o < yd[3]; ++o) {
+                  const double xv = xd(n, std::size_t(yy), std::size_t(xx), c), g = dy(n, i, j, o);
+                  want_y(n, i, j, o) += xv * fd(a, b, c, o);
+                  want_dx(n, std::size_t(yy), std::size_t(xx), c) += g * fd(a, b, c, o);
+                  want_df(a, b, c, o) += xv * g;
+                }
+            }
+    require_equal(y, want_y, 2e-4);
+    require_equal(dx, want_dx, 2e-4);
+    require_equal(df, want_df, 2e-4);
+    CHECK(value == Approx(dot(want_y, dy)).epsilon(1e-4));
+  };
+  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);
+  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::VALID, 1, 2, 2>(a, b); }, 1, 2, 2, 0, 0);
+  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::explicit_padding(4, 1, 3, 0)>(a, b); }, 1, 1, 1, 4, 3);
+  check(x3, f3, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 0, 1);
+  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME, 2>(a, b); }, 2, 2, 1, 1, 1);
+}
+
 TEST_CASE("conv2d's gradients (input and filter) match finite differences") {
   Tensor<double, Shape<2, 5, 6, 2>> x = random_normal<double, Shape<2, 5, 6, 2>>(31, 0.0, 1.0);
   Tensor<double, Shape<3, 2, 2, 3>> f = random_normal<double, Shape<3, 2, 2, 3>>(32, 0.0, 1.0);

@@ -1,8 +1,8 @@
 #pragma once
 // GEMM on the CPU: C = A * B (or C += A * B) for float and double, any row/column strides of A
-// and B (transposes are free). Large products follow the BLIS/GotoBLAS scheme: B packed into
-// KC x NR micro-panels that stay in L1, A into MR x KC micro-panels from L2, and an MR x NR
-// register-blocked xsimd micro-kernel. Small products (inference shapes) skip packing and stream
+// and B (transposes are free). Large products follow the BLIS/GotoBLAS scheme with an MR x NR
+// register-blocked xsimd micro-kernel: A is packed into MR x KC micro-panels, each of which stays
+// in L1 while it meets every KC x NR micro-panel of a KC x NC block of packed B held in L2. Small products (inference shapes) skip packing and stream
 // B rows straight through registers. Every element of C sums over k in the same order whatever
 // the thread count, so results are bitwise reproducible.
 
@@ -21,17 +21,19 @@ template <class T> struct blocking {
   static constexpr std::size_t NV = 2;            // vectors across a micro-tile
   static constexpr std::size_t NR = NV * L;
   static constexpr std::size_t MR = 12;           // 24 accumulators of 32 registers
-  static constexpr std::size_t KC = 384;
+  static constexpr std::size_t KC = 256;
   static constexpr std::size_t MC = 144;
-  static constexpr std::size_t NC = 3072;
+  static constexpr std::size_t NC = 768;
 };
 
+// The micro-kernels are [[gnu::flatten]]: every call in them (these lambdas included) is inlined,
+// so their accumulators stay in registers in any translation unit, however large.
 template <std::size_t... I, class F> inline __attribute__((always_inline)) void unroll(std::index_sequence<I...>, F&& f) {
   (f(std::integral_constant<std::size_t, I>{}), ...);
 }
 
 /// MR x NR tile: C[0:mr, 0:nr] (+)= Ap(MR x kc) * Bp(kc x NR).
-template <class T> inline void micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b, T* c,
+template <class T> [[gnu::flatten]] inline void micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b, T* c,
                                             std::ptrdiff_t ldc, bool accumulate, std::size_t mr, std::size_t nr) {
   using B = blocking<T>;
   using V = batch<T>;
@@ -121,8 +123,8 @@ void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdif
       for (std::size_t ic = 0; ic < m; ic += BL::MC) {
         const std::size_t mc = std::min(BL::MC, m - ic);
         pack_a(mc, kc, a + std::ptrdiff_t(ic) * rsa + std::ptrdiff_t(pc) * csa, rsa, csa, bufs.a.data());
-        for (std::size_t jr = 0; jr < nc; jr += BL::NR)
-          for (std::size_t ir = 0; ir < mc; ir += BL::MR)
+        for (std::size_t ir = 0; ir < mc; ir += BL::MR)
+          for (std::size_t jr = 0; jr < nc; jr += BL::NR)
             micro_kernel(kc, bufs.a.data() + ir * kc, bufs.b.data() + jr * kc,
                          c + std::ptrdiff_t(ic + ir) * ldc + std::ptrdiff_t(jc + jr), ldc, acc,
                          std::min(BL::MR, mc - ir), std::min(BL::NR, nc - jr));
@@ -133,7 +135,7 @@ void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdif
 
 /// RR rows x NV vectors of C straight from A and row-major B (unit column stride), no packing.
 template <class T, std::size_t RR, std::size_t NV>
-inline void small_tile(std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
+[[gnu::flatten]] inline void small_tile(std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
                        T* c, std::ptrdiff_t ldc, std::size_t nr, bool accumulate) {
   using V = batch<T>;
   constexpr std::size_t L = lanes<T>;

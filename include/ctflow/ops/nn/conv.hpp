@@ -3,7 +3,8 @@
 /// VALID / explicit padding (TensorFlow's asymmetric SAME: the extra row or column goes to the
 /// bottom and right), NCHW input too; tf.nn.conv1d and tf.nn.conv2d_transpose on the same kernels.
 /// The forward pass and both backward passes (TensorFlow's Conv2DBackpropInput and
-/// Conv2DBackpropFilter) are im2col + GEMM on the packed GEMM of backend/cpu/gemm.hpp.
+/// Conv2DBackpropFilter) run the direct kernels of backend/cpu/conv.hpp where the height stride
+/// is 1 (for the input gradient: both strides), im2col + GEMM otherwise.
 ///
 ///     Tensor<float, Shape<64, 28, 28, 1>> x;  Tensor<float, Shape<3, 3, 1, 32>> f;
 ///     auto y = nn::conv2d<nn::VALID>(x, f);                         // [64, 26, 26, 32]
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../../backend/cpu/conv.hpp"
 #include "../../backend/cpu/gemm.hpp"
 #include "../../backend/cpu/thread_pool.hpp"
 #include "../../detail/buffer.hpp"
@@ -64,89 +66,14 @@ constexpr bool window_fits(std::size_t in, std::size_t k, std::size_t dilation, 
   return (k - 1) * dilation + 1 <= in + (axis == 0 ? p.top + p.bottom : p.left + p.right);
 }
 
-/// Everything about one convolution's index arithmetic, at run time.
-struct conv_geometry {
-  std::size_t n, h, w, c, kh, kw, o, sh, sw, dh, dw, oh, ow, pt, pl;
-  std::size_t rows() const { return n * oh * ow; }     // patch matrix rows: one per output pixel
-  std::size_t depth() const { return kh * kw * c; }     // its columns: one per filter tap
-};
+using conv_geometry = backend::cpu::conv::geometry;
 inline conv_geometry make_geometry(const dims_t<4>& x, const dims_t<4>& f, std::size_t sh, std::size_t sw, std::size_t dh, std::size_t dw,
                                    padding p) {
   const auto gh = spatial(x[1], f[0], sh, dh, p, 0), gw = spatial(x[2], f[1], sw, dw, p, 1);
   return {x[0], x[1], x[2], x[3], f[0], f[1], f[3], sh, sw, dh, dw, gh.out, gw.out, gh.pad_before, gw.pad_before};
 }
 
-/// Rows [r0, r1) of the patch matrix of x: row (n, oy, ox) holds the taps (ky, kx, c) of its
-/// window, zeros where the window leaves the image.
-template <class T> void im2col(const conv_geometry& g, const T* x, std::size_t r0, std::size_t r1, T* out) {
-  const std::size_t depth = g.depth();
-  for (std::size_t r = r0; r < r1; ++r) {
-    const std::size_t n = r / (g.oh * g.ow), oy = r / g.ow % g.oh, ox = r % g.ow;
-    T* row = out + (r - r0) * depth;
-    const std::ptrdiff_t y0 = std::ptrdiff_t(oy * g.sh) - std::ptrdiff_t(g.pt), x0 = std::ptrdiff_t(ox * g.sw) - std::ptrdiff_t(g.pl);
-    if (g.dw == 1 && y0 >= 0 && x0 >= 0 && y0 + std::ptrdiff_t((g.kh - 1) * g.dh) < std::ptrdiff_t(g.h) &&
-        x0 + std::ptrdiff_t(g.kw) <= std::ptrdiff_t(g.w)) {
-      // The window lies inside the image: each of its rows is kw * c contiguous elements.
-      const std::size_t run = g.kw * g.c;
-      for (std::size_t ky = 0; ky < g.kh; ++ky) {
-        const T* src = x + ((n * g.h + std::size_t(y0) + ky * g.dh) * g.w + std::size_t(x0)) * g.c;
-        T* dst = row + ky * run;
-        for (std::size_t i = 0; i < run; ++i) dst[i] = src[i];
-      }
-      continue;
-    }
-    for (std::size_t ky = 0; ky < g.kh; ++ky) {
-      const std::ptrdiff_t iy = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.pt);
-      for (std::size_t kx = 0; kx < g.kw; ++kx) {
-        const std::ptrdiff_t ix = std::ptrdiff_t(ox * g.sw + kx * g.dw) - std::ptrdiff_t(g.pl);
-        T* dst = row + (ky * g.kw + kx) * g.c;
-        if (iy < 0 || ix < 0 || iy >= std::ptrdiff_t(g.h) || ix >= std::ptrdiff_t(g.w)) {
-          std::fill_n(dst, g.c, T(0));
-          continue;
-        }
-        const T* src = x + ((n * g.h + std::size_t(iy)) * g.w + std::size_t(ix)) * g.c;
-        if (g.c >= 16) std::memcpy(dst, src, g.c * sizeof(T));
-        else for (std::size_t c = 0; c < g.c; ++c) dst[c] = src[c];  // few channels: no call per tap
-      }
-    }
-  }
-}
-
-/// f(tap, input pixel) for every tap of output pixel p = (n, oy, ox) that lies inside the image,
-/// taps in row-major order; pixels are indices into NHWC with the channels divided out.
-template <class F> void each_tap(const conv_geometry& g, std::size_t p, F&& f) {
-  const std::size_t n = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
-  for (std::size_t ky = 0; ky < g.kh; ++ky) {
-    const std::ptrdiff_t iy = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.pt);
-    if (iy < 0 || iy >= std::ptrdiff_t(g.h)) continue;
-    for (std::size_t kx = 0; kx < g.kw; ++kx) {
-      const std::ptrdiff_t ix = std::ptrdiff_t(ox * g.sw + kx * g.dw) - std::ptrdiff_t(g.pl);
-      if (ix < 0 || ix >= std::ptrdiff_t(g.w)) continue;
-      f(ky * g.kw + kx, (n * g.h + std::size_t(iy)) * g.w + std::size_t(ix));
-    }
-  }
-}
-
-/// Adds the rows of a patch-matrix adjoint back into the input adjoint dx (zeroed by the
-/// caller), image by image so that threads never share memory.
-template <class T> void col2im(const conv_geometry& g, const T* cols, T* dx) {
-  const std::size_t depth = g.depth(), per_image = g.oh * g.ow;
-  backend::cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t p = b * per_image; p < e * per_image; ++p)
-      each_tap(g, p, [&](std::size_t tap, std::size_t pixel) {
-        T* dst = dx + pixel * g.c;
-        const T* src = cols + p * depth + tap * g.c;
-        for (std::size_t c = 0; c < g.c; ++c) dst[c] += src[c];
-      });
-  });
-}
-
-/// The patch matrix of all of x, in memory reused from one call to the next.
-template <class T> ctflow::detail::buffer<T> patches(const conv_geometry& g, const T* x) {
-  ctflow::detail::buffer<T> p(g.rows() * g.depth(), false);
-  backend::cpu::parallel_for(g.rows(), 256, 1, [&](std::size_t b, std::size_t e) { im2col(g, x, b, e, p.data() + b * g.depth()); });
-  return p;
-}
+using backend::cpu::conv::each_tap;
 
 struct conv_options {
   std::size_t sh, sw, dh, dw;
@@ -161,7 +88,14 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_kernel {
   dims_t<4> out_dims{};
   conv_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
-    const auto p = patches(g, x.data);
+    namespace conv = backend::cpu::conv;
+    if constexpr (P.sh == 1) {
+      // HWIO filters are the [depth, O] matrix the direct kernel multiplies.
+      const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(g.depth(), g.o, [&](std::size_t d, std::size_t j) { return f.data[d * g.o + j]; });
+      conv::forward_direct(g, x.data, panels.data(), out);
+      return;
+    }
+    const auto p = conv::patches(g, x.data);
     // [rows, depth] x [depth, O] (HWIO is that matrix) = [rows, O], which is NHWC.
     backend::cpu::gemm::gemm(g.rows(), g.o, g.depth(), p.data(), std::ptrdiff_t(g.depth()), 1, f.data, std::ptrdiff_t(g.o), 1, out,
                              std::ptrdiff_t(g.o));
@@ -175,11 +109,24 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_in
   dims_t<4> out_dims{};
   conv_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
+    namespace conv = backend::cpu::conv;
+    if (P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw && g.c >= backend::cpu::lanes<T>) {
+      // With unit strides the input gradient is a forward convolution of dy, padded by the rest
+      // of the window, with the filters flipped and their channel axes swapped. (Its outputs are
+      // the input channels: fewer than a vector's lanes go through the patch matrix instead.)
+      const conv::geometry t{g.n, g.oh, g.ow, g.o, g.kh, g.kw, g.c, 1, 1, g.dh, g.dw, g.h, g.w, (g.kh - 1) * g.dh - g.pt, (g.kw - 1) * g.dw - g.pl};
+      const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(t.depth(), g.c, [&](std::size_t d, std::size_t ci) {
+        const std::size_t tap = d / g.o, ky = g.kh - 1 - tap / g.kw, kx = g.kw - 1 - tap % g.kw;
+        return f.data[((ky * g.kw + kx) * g.c + ci) * g.o + d % g.o];
+      });
+      conv::forward_direct(t, dy.data, panels.data(), out);
+      return;
+    }
     ctflow::detail::buffer<T> cols(g.rows() * g.depth(), false);
     backend::cpu::gemm::gemm(g.rows(), g.depth(), g.o, dy.data, std::ptrdiff_t(g.o), 1, f.data, 1, std::ptrdiff_t(g.o), cols.data(),
                              std::ptrdiff_t(g.depth()));
     std::fill_n(out, product(out_dims), T(0));
-    col2im(g, cols.data(), out);
+    conv::col2im(g, cols.data(), out);
   }
 };
 
@@ -190,7 +137,12 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_fi
   dims_t<4> out_dims{};
   conv_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& dy) const {
-    const auto p = patches(g, x.data);
+    namespace conv = backend::cpu::conv;
+    if constexpr (P.sh == 1) {
+      conv::filter_direct(g, x.data, dy.data, out);
+      return;
+    }
+    const auto p = conv::patches(g, x.data);
     // The product is small ([depth, O]) and its inner dimension long (every output pixel): the
     // rows are cut into a fixed number of chunks (fixed by the shape alone, so the result does
     // not depend on the threads), each chunk's product is computed on one thread, and the
