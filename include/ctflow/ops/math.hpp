@@ -84,7 +84,7 @@ CTFLOW_UNARY_FUNCTOR(sign, keep_dtype, float_packet,
 CTFLOW_UNARY_FUNCTOR(relu, keep_dtype, any_packet, using std::max; using xsimd::max; return max(x, X(0)););
 CTFLOW_UNARY_FUNCTOR(relu6, keep_dtype, any_packet, using std::max; using std::min; using xsimd::max; using xsimd::min;
                      return min(max(x, X(0)), X(6)););
-CTFLOW_UNARY_FUNCTOR(exp, keep_dtype, float_packet, return xsimd::exp(x););
+CTFLOW_UNARY_FUNCTOR(exp, keep_dtype, float_packet, return backend::cpu::exp(x););
 CTFLOW_UNARY_FUNCTOR(log, keep_dtype, float_packet, return xsimd::log(x););
 CTFLOW_UNARY_FUNCTOR(log1p, keep_dtype, float_packet, return xsimd::log1p(x););
 CTFLOW_UNARY_FUNCTOR(expm1, keep_dtype, float_packet, return xsimd::expm1(x););
@@ -93,11 +93,11 @@ CTFLOW_UNARY_FUNCTOR(rsqrt, keep_dtype, float_packet, return X(1) / xsimd::sqrt(
 CTFLOW_UNARY_FUNCTOR(sin, keep_dtype, float_packet, return xsimd::sin(x););
 CTFLOW_UNARY_FUNCTOR(cos, keep_dtype, float_packet, return xsimd::cos(x););
 CTFLOW_UNARY_FUNCTOR(tanh, keep_dtype, float_packet, return xsimd::tanh(x););
-CTFLOW_UNARY_FUNCTOR(sigmoid, keep_dtype, float_packet, return X(1) / (X(1) + xsimd::exp(-x)););
+CTFLOW_UNARY_FUNCTOR(sigmoid, keep_dtype, float_packet, return X(1) / (X(1) + backend::cpu::exp(-x)););
 CTFLOW_UNARY_FUNCTOR(softsign, keep_dtype, float_packet, using std::abs; using xsimd::abs; return x / (X(1) + abs(x)););
-CTFLOW_UNARY_FUNCTOR(swish, keep_dtype, float_packet, return x / (X(1) + xsimd::exp(-x)););
+CTFLOW_UNARY_FUNCTOR(swish, keep_dtype, float_packet, return x / (X(1) + backend::cpu::exp(-x)););
 CTFLOW_UNARY_FUNCTOR(softplus, keep_dtype, float_packet, using std::abs; using std::max; using xsimd::abs; using xsimd::max;
-                     return xsimd::log1p(xsimd::exp(-abs(x))) + max(x, X(0)););
+                     return xsimd::log1p(backend::cpu::exp(-abs(x))) + max(x, X(0)););
 CTFLOW_UNARY_FUNCTOR(elu, keep_dtype, float_packet,
                      if constexpr (backend::cpu::is_batch_v<X>) return xsimd::select(x > X(0), x, xsimd::expm1(x));
                      else return x > X(0) ? x : xsimd::expm1(x););

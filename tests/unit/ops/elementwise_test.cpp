@@ -140,6 +140,34 @@ TEST_CASE("math functions match the standard library in float and double") {
   check([](auto&& v) { return -v; }, [](double v) { return -v; });
 }
 
+TEST_CASE("float32 exp is within 2 ulp over its whole range and keeps the special values") {
+  // 2^20 points from the smallest normal result to the largest finite one, then the edges.
+  constexpr std::size_t n = std::size_t(1) << 20;
+  Tensor<float, Shape<n>> x;
+  for (std::size_t i = 0; i < n; ++i) x(i) = -87.3f + 176.0f * float(i) / float(n);
+  Tensor<float, Shape<n>> y = exp(x);
+  double worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double want = std::exp(double(x(i)));
+    if (want > 3.4e38) continue;
+    const float w = float(want);
+    worst = std::max(worst, std::abs(double(y(i)) - want) / double(std::nextafter(w, INFINITY) - w));
+  }
+  CHECK(worst <= 2.0);
+  Tensor<float, Shape<8>> s;
+  const float special[8] = {NAN, INFINITY, -INFINITY, 88.8f, -103.0f, -200.0f, 0.0f, 88.72f};
+  std::copy(special, special + 8, s.data());
+  Tensor<float, Shape<8>> e = exp(s);
+  CHECK(std::isnan(e(0)));
+  CHECK(e(1) == INFINITY);
+  CHECK(e(2) == 0.0f);
+  CHECK(e(3) == INFINITY);
+  CHECK(e(4) == std::exp(-103.0f));  // a subnormal result
+  CHECK(e(5) == 0.0f);
+  CHECK(e(6) == 1.0f);
+  CHECK(std::isfinite(e(7)));
+}
+
 TEST_CASE("round is half to even and sign keeps zero") {
   Tensor<float, Shape<6>> x;
   x(0) = 0.5f; x(1) = 1.5f; x(2) = 2.5f; x(3) = -0.5f; x(4) = -2.7f; x(5) = 0.f;

@@ -32,11 +32,11 @@ struct rule<expr::Computed<nn::detail::sparse_xent_kernel<T, I, SL, SX>, L, X>> 
   static constexpr bool known = true;
   template <std::size_t Op> static constexpr bool differentiable = Op == 1 && is_floating_v<T>;
 
-  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
+  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y& y) {
     static_assert(Op == 1);
     nn::detail::sparse_xent_grad_kernel<T, I, SL, SX> k;
     k.out_dims = operand<1>(n).dims();
-    return expr::make_computed(k, operand<0>(n), operand<1>(n), G(g));
+    return expr::make_computed(k, operand<0>(n), operand<1>(n), Y(y), G(g));
   }
 };
 

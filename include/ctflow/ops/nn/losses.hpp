@@ -69,40 +69,25 @@ namespace detail {
 
 inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_entropy_with_logits";
 
-/// The largest of n values: the reductions' vectorised row where the dtype allows.
-template <class T> compute_t<T> row_max(const T* x, std::size_t n) {
-  if constexpr (backend::cpu::simd_type_v<T>) {
-    return backend::cpu::reduce::row(ops::max_op<T>{}, x, n);
-  } else {
-    compute_t<T> m = -std::numeric_limits<compute_t<T>>::infinity();
-    for (std::size_t i = 0; i < n; ++i) m = std::max(m, compute_t<T>(x[i]));
-    return m;
-  }
-}
-
-/// sum(exp(x - m)) of n values; when out is given, exp(x - m) is also stored there.
-template <class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t<T> m, T* out = nullptr) {
+/// log(sum(exp(x))) of n values: the maximum m (the reductions' vectorised row where the dtype
+/// allows), then m + log(sum(exp(x - m))) over the row, now in L1.
+template <class T> compute_t<T> row_logsumexp(const T* x, std::size_t n) {
   using V = compute_t<T>;
   namespace cpu = backend::cpu;
-  V s = 0;
+  V m = -std::numeric_limits<V>::infinity(), s = 0;
   std::size_t i = 0;
   if constexpr (cpu::simd_type_v<T>) {
     constexpr std::size_t W = cpu::lanes<T>;
+    m = cpu::reduce::row(ops::max_op<T>{}, x, n);
     const auto bm = cpu::batch<T>(m);
     auto bs = cpu::batch<T>(T(0));
-    for (; i + W <= n; i += W) {
-      const auto e = xsimd::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
-      if (out) e.store_unaligned(out + i);
-      bs += e;
-    }
+    for (; i + W <= n; i += W) bs += cpu::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
     s = xsimd::hadd(bs);
+  } else {
+    for (std::size_t j = 0; j < n; ++j) m = std::max(m, V(x[j]));
   }
-  for (; i < n; ++i) {
-    const V e = std::exp(V(x[i]) - m);
-    if (out) out[i] = T(e);
-    s += e;
-  }
-  return s;
+  for (; i < n; ++i) s += std::exp(V(x[i]) - m);
+  return m + std::log(s);
 }
 
 /// Checks every label against [0, classes) before any work (the message is TensorFlow's).
@@ -126,20 +111,22 @@ template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
     backend::cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t r = b; r < e; ++r) {
         const T* x = logits.data + r * n;
-        const auto m = row_max(x, n);
-        out[r] = T(std::log(row_exp_sum(x, n, m)) + m - compute_t<T>(x[labels.data[r]]));
+        out[r] = T(row_logsumexp(x, n) - compute_t<T>(x[labels.data[r]]));
       }
     });
   }
 };
 
-/// Its adjoint with respect to the logits: g * (softmax(x) - one_hot(label)), row by row.
+/// Its adjoint with respect to the logits: g * (softmax(x) - one_hot(label)), row by row, in one
+/// pass and one exp per element from the forward pass's losses y: softmax(x)_i = exp(x_i - lse)
+/// with lse = y + x[label], evaluated as exp((x_i - x[label]) - y) so that no rounding of lse
+/// enters (the label's own term is exactly exp(-y)).
 template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
   using value_type = T;
   using shape_type = SX;
   static constexpr std::size_t RL = std::size_t(SL::rank), RX = std::size_t(SX::rank);
   dims_t<RX> out_dims{};
-  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits,
+  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits, const expr::strided_view<T, RL>& loss,
            const expr::strided_view<T, RL>& g) const {
     using V = compute_t<T>;
     namespace cpu = backend::cpu;
@@ -149,18 +136,17 @@ template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
       for (std::size_t r = b; r < e; ++r) {
         const T* x = logits.data + r * n;
         T* o = out + r * n;
-        // exp(x - max) goes to the output as it is summed (one exp per element); then the row,
-        // still in L1, is scaled by g / sum.
-        const V sum = row_exp_sum(x, n, row_max(x, n), o);
-        const V scale = V(g.data[r]) / sum;
+        const std::size_t label = std::size_t(labels.data[r]);
+        const V at = V(x[label]), y = V(loss.data[r]), gr = V(g.data[r]);
         std::size_t i = 0;
         if constexpr (cpu::simd_type_v<T>) {
           constexpr std::size_t W = cpu::lanes<T>;
-          const auto bs = cpu::batch<T>(scale);
-          for (; i + W <= n; i += W) (cpu::batch<T>::load_unaligned(o + i) * bs).store_unaligned(o + i);
+          using B = cpu::batch<T>;
+          const B bat(at), by(y), bg(gr);
+          for (; i + W <= n; i += W) (cpu::exp((B::load_unaligned(x + i) - bat) - by) * bg).store_unaligned(o + i);
         }
-        for (; i < n; ++i) o[i] = T(V(o[i]) * scale);
-        o[labels.data[r]] = T(V(o[labels.data[r]]) - V(g.data[r]));
+        for (; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
+        o[label] = T(V(o[label]) - gr);
       }
     });
   }
