@@ -26,19 +26,34 @@ struct pool_geometry {
     y1 = std::size_t(std::min<std::ptrdiff_t>(ys + std::ptrdiff_t(kh), std::ptrdiff_t(h)));
     x1 = std::size_t(std::min<std::ptrdiff_t>(xs + std::ptrdiff_t(kw), std::ptrdiff_t(w)));
   }
-  /// f(n, oy, ox) for every output pixel, images split among threads.
-  template <class F> void each_output(F&& f) const {
-    backend::cpu::parallel_for(n, 1, 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t i = b; i < e; ++i)
-        for (std::size_t oy = 0; oy < oh; ++oy)
-          for (std::size_t ox = 0; ox < ow; ++ox) f(i, oy, ox);
-    });
-  }
 };
 inline pool_geometry make_pool_geometry(const dims_t<4>& x, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw, padding p) {
   const auto gh = spatial(x[1], kh, sh, 1, p, 0), gw = spatial(x[2], kw, sw, 1, p, 1);
   return {x[0], x[1], x[2], x[3], kh, kw, sh, sw, gh.out, gw.out, gh.pad_before, gw.pad_before};
 }
+
+/// f(c0, load, store) for the channels [c0, c0 + lanes) of a pixel's c channels: xsimd batches
+/// (the last one loaded and stored partially) where the dtype has them, else one channel at a
+/// time in its compute type. `select(mask, a, b)` works on what `load` returns.
+template <class T, class F> void each_channel_vector(std::size_t c, F&& f) {
+  namespace cpu = backend::cpu;
+  if constexpr (cpu::simd_type_v<T>) {
+    using B = cpu::batch<T>;
+    constexpr std::size_t L = cpu::lanes<T>;
+    std::size_t c0 = 0;
+    for (; c0 + L <= c; c0 += L)
+      f(c0, [](const T* p) { return B::load_unaligned(p); }, [](T* p, const B& v) { v.store_unaligned(p); });
+    if (c0 < c) {
+      const std::size_t n = c - c0;
+      f(c0, [n](const T* p) { return cpu::load_partial(p, n); }, [n](T* p, const B& v) { cpu::store_partial(p, v, n); });
+    }
+  } else {
+    using V = compute_t<T>;
+    for (std::size_t c0 = 0; c0 < c; ++c0) f(c0, [](const T* p) { return V(*p); }, [](T* p, V v) { *p = T(v); });
+  }
+}
+template <class B> B select(bool m, const B& a, const B& b) { return m ? a : b; }
+using xsimd::select;
 
 template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max> struct pool_kernel {
   static constexpr dims_t<4> extents{SX::extents[0], static_spatial(SX::extents[1], KH, SH, 1, Pad, 0),
@@ -47,28 +62,41 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
   using shape_type = shape_of<extents>;
   dims_t<4> out_dims{};
   pool_geometry g{};
+  /// Separably, one output row at a time: the rows of its windows are combined into one row
+  /// (contiguous, in L1), then each window's columns of it. A NaN never wins, as in TensorFlow.
   void run(T* out, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
-    g.each_output([&](std::size_t n, std::size_t oy, std::size_t ox) {
-      std::size_t y0, y1, x0, x1;
-      g.window(oy, ox, y0, y1, x0, x1);
-      T* o = out + ((n * g.oh + oy) * g.ow + ox) * g.c;
-      const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
-      // Blocks of channels accumulate in registers (a local array: no aliasing with x).
-      constexpr std::size_t block = 64;
-      for (std::size_t c0 = 0; c0 < g.c; c0 += block) {
-        const std::size_t cn = std::min(block, g.c - c0);
-        V acc[block];
-        for (std::size_t c = 0; c < block; ++c) acc[c] = Max ? -std::numeric_limits<V>::infinity() : V(0);
-        for (std::size_t y = y0; y < y1; ++y)
-          for (std::size_t xx = x0; xx < x1; ++xx) {
-            const T* in = x.data + ((n * g.h + y) * g.w + xx) * g.c + c0;
-            for (std::size_t c = 0; c < cn; ++c) {
-              if constexpr (Max) acc[c] = V(in[c]) > acc[c] ? V(in[c]) : acc[c];
-              else acc[c] += V(in[c]);
-            }
-          }
-        for (std::size_t c = 0; c < cn; ++c) o[c0 + c] = T(acc[c] * scale);
+    constexpr V init = Max ? -std::numeric_limits<V>::infinity() : V(0);
+    const auto op = [](V a, V b) { return Max ? (b > a ? b : a) : a + b; };
+    const std::size_t row = g.w * g.c;
+    backend::cpu::parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
+      ctflow::detail::buffer<V> scratch(row + g.c, false);
+      V* rows = scratch.data();
+      V* acc = rows + row;
+      for (std::size_t r = b; r < e; ++r) {
+        const std::size_t n = r / g.oh, oy = r % g.oh;
+        std::size_t y0, y1, x0, x1;
+        g.window(oy, 0, y0, y1, x0, x1);
+        // Up to three input rows in one pass (the common windows), then any further ones.
+        const T* a = x.data + (n * g.h + y0) * row;
+        const T* b2 = y1 - y0 > 1 ? a + row : nullptr;
+        const T* c3 = y1 - y0 > 2 ? a + 2 * row : nullptr;
+        if (c3) for (std::size_t i = 0; i < row; ++i) rows[i] = op(op(op(init, V(a[i])), V(b2[i])), V(c3[i]));
+        else if (b2) for (std::size_t i = 0; i < row; ++i) rows[i] = op(op(init, V(a[i])), V(b2[i]));
+        else for (std::size_t i = 0; i < row; ++i) rows[i] = op(init, V(a[i]));
+        for (std::size_t y = y0 + 3; y < y1; ++y) {
+          const T* in = x.data + (n * g.h + y) * row;
+          for (std::size_t i = 0; i < row; ++i) rows[i] = op(rows[i], V(in[i]));
+        }
+        T* o = out + r * g.ow * g.c;
+        for (std::size_t ox = 0; ox < g.ow; ++ox, o += g.c) {
+          g.window(oy, ox, y0, y1, x0, x1);
+          std::fill_n(acc, g.c, init);
+          for (std::size_t xx = x0; xx < x1; ++xx)
+            for (std::size_t c = 0; c < g.c; ++c) acc[c] = op(acc[c], rows[xx * g.c + c]);
+          const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
+          for (std::size_t c = 0; c < g.c; ++c) o[c] = T(acc[c] * scale);
+        }
       }
     });
   }
@@ -106,31 +134,23 @@ template <class T, class SX> struct max_pool_grad_kernel {
   dims_t<4> out_dims{};
   pool_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& y, const expr::strided_view<T, 4>& dy) const {
-    using V = compute_t<T>;
     each_output_row_zeroing(g, out, [&](std::size_t n, std::size_t oy) {
       for (std::size_t ox = 0; ox < g.ow; ++ox) {
         std::size_t y0, y1, x0, x1;
         g.window(oy, ox, y0, y1, x0, x1);
         const std::size_t at = ((n * g.oh + oy) * g.ow + ox) * g.c;
-        const T* top = y.data + at;
-        const T* d = dy.data + at;
-        constexpr std::size_t block = 64;
-        for (std::size_t c0 = 0; c0 < g.c; c0 += block) {
-          const std::size_t cn = std::min(block, g.c - c0);
-          V done[block] = {};
+        each_channel_vector<T>(g.c, [&](std::size_t c0, auto load, auto store) {
+          using B = decltype(load(x.data));
+          const B top = load(y.data + at + c0), d = load(dy.data + at + c0), zero(0);
+          decltype(top == top) done(false);
           for (std::size_t yy = y0; yy < y1; ++yy)
             for (std::size_t xx = x0; xx < x1; ++xx) {
               const std::size_t in = ((n * g.h + yy) * g.w + xx) * g.c + c0;
-              const T* xi = x.data + in;
-              T* o = out + in;
-#pragma GCC ivdep
-              for (std::size_t c = 0; c < cn; ++c) {  // x, y, dy and dx never overlap
-                const bool take = done[c] == V(0) && V(xi[c]) == V(top[c0 + c]);
-                o[c] = T(V(o[c]) + (take ? V(d[c0 + c]) : V(0)));
-                done[c] += V(take);  // a full store: a masked one would stall the next load
-              }
+              const auto take = (load(x.data + in) == top) && !done;
+              store(out + in, load(out + in) + select(take, d, zero));
+              done = done || take;
             }
-        }
+        });
       }
     });
   }
