@@ -103,9 +103,9 @@ int main(int argc, char** argv) {
   const std::int64_t epochs = argc > 2 ? std::stoll(argv[2]) : 3;
 
   auto [train, test] = datasets::fashion_mnist::load_data();
-  // Shuffle the uint8 examples, then scale whole batches: the shuffle buffer holds bytes, not
-  // floats, and the map runs once per batch.
-  auto train_ds = data::from_tensor_slices(train.first, train.second)
+  // The dataset takes the training tensors over (no copy); the shuffle buffer holds indices into
+  // them, and the map scales whole batches of uint8 examples to floats, once per batch.
+  auto train_ds = data::from_tensor_slices(std::move(train.first), std::move(train.second))
                       .shuffle(60000, 42)
                       .batch<batch>()
                       .map([](auto x, auto y) { return std::tuple{cast<float>(x) / 255.0f, cast<std::int32_t>(y)}; })

@@ -79,21 +79,25 @@ template <class... T> struct slices {
     if (n) std::memcpy(out.data(), t.data() + i * n, n * sizeof(typename Tn::value_type));
   }
 
+  /// Element i (random access: shuffle keeps indices of such a source, not copies).
+  void read(std::size_t i, element_type& out) const {
+    if constexpr (single) copy_row(std::get<0>(*tensors), i, out);
+    else
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (copy_row(std::get<I>(*tensors), i, std::get<I>(out)), ...);
+      }(std::index_sequence_for<T...>{});
+  }
+
   struct iterator {
-    std::shared_ptr<const std::tuple<T...>> tensors;
+    slices source;
     std::size_t i = 0;
     bool next(element_type& out) {
-      if (i == std::size_t(std::get<0>(*tensors).dims()[0])) return false;
-      if constexpr (single) copy_row(std::get<0>(*tensors), i, out);
-      else
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-          (copy_row(std::get<I>(*tensors), i, std::get<I>(out)), ...);
-        }(std::index_sequence_for<T...>{});
-      ++i;
+      if (i == std::size_t(source.cardinality())) return false;
+      source.read(i++, out);
       return true;
     }
   };
-  iterator iter() const { return {tensors}; }
+  iterator iter() const { return {*this}; }
 };
 
 template <class Make> struct generator {
@@ -277,6 +281,8 @@ template <class Up, class P> struct filter_stage {
 /// chosen one and put the next input element in its place; at the end drain the buffer the same
 /// way. Each pass draws from its own Philox stream: the seed and, when reshuffling, the pass's
 /// number (so a pipeline built twice with one seed yields the same sequence of epochs).
+/// Over a source that reads any element by its index (from_tensor_slices), the buffer holds
+/// the elements' indices instead of copies: the same sequence, in a fraction of the memory.
 template <class Up> struct shuffle_stage {
   using element_type = typename Up::element_type;
   Up up;
@@ -286,11 +292,31 @@ template <class Up> struct shuffle_stage {
   std::shared_ptr<std::atomic<std::uint64_t>> passes = std::make_shared<std::atomic<std::uint64_t>>(0);
   std::int64_t cardinality() const { return up.cardinality(); }
 
-  struct iterator {
+  /// The input in order, one buffer slot at a time: an element, or the index of one.
+  struct elements {
     typename Up::iterator it;
+    bool next(element_type& slot) { return it.next(slot); }
+    static void emit(element_type& slot, element_type& out) { std::swap(out, slot); }
+  };
+  struct indices {
+    Up source;
+    std::size_t i = 0;
+    bool next(std::size_t& slot) {
+      if (i == std::size_t(source.cardinality())) return false;
+      slot = i++;
+      return true;
+    }
+    void emit(std::size_t slot, element_type& out) const { source.read(slot, out); }
+  };
+  static constexpr bool by_index = requires(const Up& u, element_type& e) { u.read(std::size_t(0), e); };
+  using input = std::conditional_t<by_index, indices, elements>;
+  using slot = std::conditional_t<by_index, std::size_t, element_type>;
+
+  struct iterator {
+    input it;
     std::uint64_t stream;
     std::size_t capacity;
-    std::vector<element_type> buffer{};
+    std::vector<slot> buffer{};
     std::uint64_t draws = 0;
     bool filled = false, up_done = false;
 
@@ -310,7 +336,7 @@ template <class Up> struct shuffle_stage {
       }
       if (buffer.empty()) return false;
       const std::size_t k = draw(buffer.size());
-      std::swap(out, buffer[k]);
+      it.emit(buffer[k], out);
       if (up_done || !it.next(buffer[k])) {
         up_done = true;
         std::swap(buffer[k], buffer.back());
@@ -321,7 +347,9 @@ template <class Up> struct shuffle_stage {
   };
   iterator iter() const {
     const std::uint64_t pass = reshuffle ? passes->fetch_add(1) : 0;
-    return {up.iter(), seed ^ (0x9E3779B97F4A7C15ull * (pass + 1)), buffer_size};
+    const std::uint64_t stream = seed ^ (0x9E3779B97F4A7C15ull * (pass + 1));
+    if constexpr (by_index) return {{up}, stream, buffer_size};
+    else return {{up.iter()}, stream, buffer_size};
   }
 };
 

@@ -159,6 +159,19 @@ TEST_CASE("shuffle: TensorFlow's buffer, seeded, reshuffled each iteration") {
   }
   REQUIRE(!std::equal(epochs.begin(), epochs.begin() + 30, epochs.begin() + 30));
   REQUIRE_THROWS_AS(data::range(3).shuffle(0), value_error);
+  // Over from_tensor_slices the buffer holds indices; the sequence is the one a buffer of
+  // elements gives (range's), pass after pass, and tuples of rows stay together.
+  Tensor<std::int64_t, Shape<100>> rows = range<std::int64_t>(0, 100);
+  auto by_index = data::from_tensor_slices(rows).shuffle(10, 7);
+  REQUIRE(values(by_index) == first);
+  REQUIRE(values(by_index) == second);
+  Tensor<std::int64_t, Shape<100, 2>> pairs = reshape<Shape<100, 2>>(range<std::int64_t>(0, 200));
+  std::vector<std::int64_t> firsts;
+  for (const auto& [row, label] : data::from_tensor_slices(pairs, rows).shuffle(10, 7)) {
+    REQUIRE(row(1) == 2 * label() + 1);
+    firsts.push_back(label());
+  }
+  REQUIRE(firsts == first);
 }
 
 TEST_CASE("batch: dyn extent with the remainder, static extent when dropping it") {
