@@ -110,11 +110,14 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_in
   conv_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
     namespace conv = backend::cpu::conv;
-    if (P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw && g.c >= backend::cpu::lanes<T>) {
-      // With unit strides the input gradient is a forward convolution of dy, padded by the rest
-      // of the window, with the filters flipped and their channel axes swapped. (Its outputs are
-      // the input channels: fewer than a vector's lanes go through the patch matrix instead.)
-      const conv::geometry t{g.n, g.oh, g.ow, g.o, g.kh, g.kw, g.c, 1, 1, g.dh, g.dw, g.h, g.w, (g.kh - 1) * g.dh - g.pt, (g.kw - 1) * g.dw - g.pl};
+    // With unit strides the input gradient is a forward convolution of dy, padded by the rest of
+    // the window, with the filters flipped and their channel axes swapped. That costs more than
+    // the patch matrix where the padding is a large part of the image (small images; it does the
+    // multiply-adds of the padding too) or the input has fewer channels than a vector's lanes
+    // (they are its outputs).
+    const conv::geometry t{g.n, g.oh, g.ow, g.o, g.kh, g.kw, g.c, 1, 1, g.dh, g.dw, g.h, g.w, (g.kh - 1) * g.dh - g.pt, (g.kw - 1) * g.dw - g.pl};
+    if (P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw && g.c >= backend::cpu::lanes<T> &&
+        double(g.h * conv::padded_image(t).per_row) <= 1.25 * double(g.oh * g.ow)) {
       const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(t.depth(), g.c, [&](std::size_t d, std::size_t ci) {
         const std::size_t tap = d / g.o, ky = g.kh - 1 - tap / g.kw, kx = g.kw - 1 - tap % g.kw;
         return f.data[((ky * g.kw + kx) * g.c + ci) * g.o + d % g.o];
