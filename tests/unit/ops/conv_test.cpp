@@ -108,14 +108,17 @@ TEST_CASE("conv2d with many channels (several GEMM panels) matches its definitio
 
 TEST_CASE("float32 conv2d and both gradients match their definitions across the direct kernels' tiles") {
   // Shapes that cut the direct kernels' tiles (12 pixels x 32 outputs forward, 6 taps x 64 or 12
-  // taps x 32 outputs for the filter) unevenly: 40 and 20 outputs (a masked panel), 20 and 3
-  // channels (for the input gradient, at least and fewer than a vector of them), widths that
+  // taps x 32 outputs for the filter) unevenly: 40 and 20 outputs (a masked panel), 20, 3 and 1
+  // channels (for the input gradient: a vector of them or more, fewer, and the dot products of
+  // a single one), widths that
   // leave a partial last tile, a width stride of 2 and dilations; pads larger than the window
   // take the patch-matrix path, which must agree too.
   Tensor<float, Shape<3, 9, 13, 20>> x = random_normal<float, Shape<3, 9, 13, 20>>(51, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 20, 40>> f = random_normal<float, Shape<3, 3, 20, 40>>(52, 0.0, 1.0);
   Tensor<float, Shape<3, 9, 13, 3>> x3 = random_normal<float, Shape<3, 9, 13, 3>>(53, 0.0, 1.0);
   Tensor<float, Shape<2, 3, 3, 20>> f3 = random_normal<float, Shape<2, 3, 3, 20>>(54, 0.0, 1.0);
+  Tensor<float, Shape<3, 9, 13, 1>> x1 = random_normal<float, Shape<3, 9, 13, 1>>(56, 0.0, 1.0);
+  Tensor<float, Shape<3, 3, 1, 40>> f1 = random_normal<float, Shape<3, 3, 1, 40>>(57, 0.0, 1.0);
   // dx and df of <conv(x, f), dy> by their definitions: every (pixel, tap) pair of the forward
   // loops adds its product to both.
   const auto check = [](const auto& xs, const auto& fs, auto conv, std::size_t s, std::size_t sw, std::size_t d, std::size_t pt, std::size_t pl) {
@@ -152,6 +155,7 @@ TEST_CASE("float32 conv2d and both gradients match their definitions across the 
   check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::VALID, 1, 2, 2>(a, b); }, 1, 2, 2, 0, 0);
   check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::explicit_padding(4, 1, 3, 0)>(a, b); }, 1, 1, 1, 4, 3);
   check(x3, f3, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 0, 1);
+  check(x1, f1, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);  // one input channel
   check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME, 2>(a, b); }, 2, 2, 1, 1, 1);
 }
 

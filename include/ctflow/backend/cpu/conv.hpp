@@ -197,6 +197,36 @@ template <class T, std::size_t MR, std::size_t NV>
   });
 }
 
+/// A single output: MR pixels (rows rs apart from a), each the dot product of its window (taps x
+/// c, the channels a vector at a time) with the filter column f [taps * c].
+template <class T, std::size_t MR>
+[[gnu::flatten]] void dot_tile(const T* a, std::ptrdiff_t rs, const std::ptrdiff_t* taps, std::size_t ntaps, std::size_t c, const T* f,
+                               T* const* out) {
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>;
+  V acc[MR];
+  gemm::unroll(std::make_index_sequence<MR>{}, [&](auto i) { acc[i] = V(T(0)); });
+  for (std::size_t t = 0; t < ntaps; ++t, f += c) {
+    const T* at = a + taps[t];
+    std::size_t ch = 0;
+    for (; ch + L <= c; ch += L) {
+      const V fv = V::load_unaligned(f + ch);
+      gemm::unroll(std::make_index_sequence<MR>{}, [&](auto i) {
+        acc[i] = xsimd::fma(V::load_unaligned(at + std::ptrdiff_t(i) * rs + std::ptrdiff_t(ch)), fv, acc[i]);
+      });
+    }
+    if (ch < c) {
+      const V fv = load_partial(f + ch, c - ch);
+      gemm::unroll(std::make_index_sequence<MR>{}, [&](auto i) {
+        acc[i] = xsimd::fma(load_partial(at + std::ptrdiff_t(i) * rs + std::ptrdiff_t(ch), c - ch), fv, acc[i]);
+      });
+    }
+  }
+  gemm::unroll(std::make_index_sequence<MR>{}, [&](auto i) {
+    if (out[i]) *out[i] = xsimd::hadd(acc[i]);
+  });
+}
+
 /// y [n, oh, ow, o] = conv(x [n, h, w, c], filters) for g.sh == 1; `filters` are the [depth, o]
 /// filter matrix packed by pack_panels<T, direct_blocking<T>::NR>. Images are split between
 /// threads.
@@ -207,6 +237,11 @@ template <class T> void forward_direct(const geometry& g, const T* x, const T* f
   const auto taps = pad.taps(g);
   const std::size_t depth = g.depth(), pixels = g.oh * pad.per_row;
   const std::ptrdiff_t rs = std::ptrdiff_t(g.sw * g.c);
+  // One output (a grayscale image's input gradient): dot products over the channels instead of
+  // a panel with one lane in use.
+  std::vector<T> column;
+  if (g.o == 1)
+    for (std::size_t d = 0; d < depth; ++d) column.push_back(filters[d * NR]);
   parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
     ctflow::detail::buffer<T> image(pad.elements, false);
     for (std::size_t n = b; n < e; ++n) {
@@ -217,9 +252,11 @@ template <class T> void forward_direct(const geometry& g, const T* x, const T* f
           const std::size_t q = q0 + i, oy = q / pad.per_row, ox = q % pad.per_row;
           out[i] = oy < g.oh && ox < g.ow ? y + ((n * g.oh + oy) * g.ow + ox) * g.o : nullptr;
         }
-        for (std::size_t j = 0; j < g.o; j += NR)
-          forward_tile<T, MR, DB::NV>(image.data() + std::ptrdiff_t(q0) * rs, rs, taps.data(), taps.size(), g.c, filters + j * depth,
-                                      out, j, std::min(NR, g.o - j));
+        const T* a = image.data() + std::ptrdiff_t(q0) * rs;
+        if (g.o == 1) dot_tile<T, MR>(a, rs, taps.data(), taps.size(), g.c, column.data(), out);
+        else
+          for (std::size_t j = 0; j < g.o; j += NR)
+            forward_tile<T, MR, DB::NV>(a, rs, taps.data(), taps.size(), g.c, filters + j * depth, out, j, std::min(NR, g.o - j));
       }
     }
   });

@@ -113,10 +113,10 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_in
     // With unit strides the input gradient is a forward convolution of dy, padded by the rest of
     // the window, with the filters flipped and their channel axes swapped. That costs more than
     // the patch matrix where the padding is a large part of the image (small images; it does the
-    // multiply-adds of the padding too) or the input has fewer channels than a vector's lanes
-    // (they are its outputs).
+    // multiply-adds of the padding too) or the input has a few channels, but more than one (they
+    // are its outputs: lanes of a vector left idle).
     const conv::geometry t{g.n, g.oh, g.ow, g.o, g.kh, g.kw, g.c, 1, 1, g.dh, g.dw, g.h, g.w, (g.kh - 1) * g.dh - g.pt, (g.kw - 1) * g.dw - g.pl};
-    if (P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw && g.c >= backend::cpu::lanes<T> &&
+    if (P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw && (g.c == 1 || g.c >= backend::cpu::lanes<T>) &&
         double(g.h * conv::padded_image(t).per_row) <= 1.25 * double(g.oh * g.ow)) {
       const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(t.depth(), g.c, [&](std::size_t d, std::size_t ci) {
         const std::size_t tap = d / g.o, ky = g.kh - 1 - tap / g.kw, kx = g.kw - 1 - tap % g.kw;
