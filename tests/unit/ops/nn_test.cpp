@@ -40,6 +40,31 @@ TEST_CASE("sparse softmax cross-entropy: values, any leading rank, the vectorise
   const auto lf = eval(nn::sparse_softmax_cross_entropy_with_logits(kf, zf));
   const auto ld = eval(nn::sparse_softmax_cross_entropy_with_logits(kf, cast<double>(zf)));
   for (int i = 0; i < 4; ++i) CHECK(lf(i) == Approx(ld(i)).epsilon(1e-6));
+  // Logits far above the label's (exp of their difference overflows float): the row is shifted
+  // by its maximum instead; confident right answers keep their tiny losses; the gradient, from
+  // the losses, still sums to zero and is -1 + softmax at the label.
+  Tensor<float, Shape<4, 1000>> far = zf;
+  far(0, 600) = far(0, 17) + 200.0f;  // wrong by far: loss about 200
+  far(1, 267) = 120.0f;                // right by far: loss about exp(-110)
+  far(2, 517) = -std::numeric_limits<float>::infinity();  // the label itself impossible: loss +inf
+  const auto lfar = eval(nn::sparse_softmax_cross_entropy_with_logits(kf, far));
+  const auto dfar = eval(nn::sparse_softmax_cross_entropy_with_logits(kf, cast<double>(far)));
+  CHECK(lfar(0) == Approx(dfar(0)).epsilon(1e-6));
+  CHECK(lfar(0) > 190.0f);
+  CHECK(lfar(1) >= 0.0f);
+  CHECK(lfar(1) < 1e-30f);
+  CHECK(std::isinf(lfar(2)));
+  CHECK(lfar(3) == Approx(dfar(3)).epsilon(1e-6));
+  const auto [value, g] = value_and_grad(reduce_sum(nn::sparse_softmax_cross_entropy_with_logits(kf, far)), far);
+  CHECK(std::isinf(value));
+  for (int r : {0, 1, 3}) {
+    double sum = 0;
+    for (int j = 0; j < 1000; ++j) sum += g(r, j);
+    CHECK(sum == Approx(0.0).margin(1e-5));
+  }
+  CHECK(g(0, 600) == Approx(1.0).margin(1e-6));
+  CHECK(g(0, 17) == Approx(-1.0).margin(1e-6));
+  CHECK(g(1, 267) == Approx(0.0).margin(1e-6));
 
   Tensor<std::int32_t, Shape<4>> bad = kf;
   bad(2) = 1000;

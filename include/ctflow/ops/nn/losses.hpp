@@ -69,25 +69,39 @@ namespace detail {
 
 inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_entropy_with_logits";
 
-/// log(sum(exp(x))) of n values: the maximum m (the reductions' vectorised row where the dtype
-/// allows), then m + log(sum(exp(x - m))) over the row, now in L1.
-template <class T> compute_t<T> row_logsumexp(const T* x, std::size_t n) {
+/// sum(exp(x - shift)) of n values.
+template <class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t<T> shift) {
   using V = compute_t<T>;
   namespace cpu = backend::cpu;
-  V m = -std::numeric_limits<V>::infinity(), s = 0;
+  V s = 0;
   std::size_t i = 0;
   if constexpr (cpu::simd_type_v<T>) {
     constexpr std::size_t W = cpu::lanes<T>;
-    m = cpu::reduce::row(ops::max_op<T>{}, x, n);
-    const auto bm = cpu::batch<T>(m);
+    const auto bm = cpu::batch<T>(shift);
     auto bs = cpu::batch<T>(T(0));
     for (; i + W <= n; i += W) bs += cpu::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
     s = xsimd::hadd(bs);
-  } else {
-    for (std::size_t j = 0; j < n; ++j) m = std::max(m, V(x[j]));
   }
-  for (; i < n; ++i) s += std::exp(V(x[i]) - m);
-  return m + std::log(s);
+  for (; i < n; ++i) s += std::exp(V(x[i]) - shift);
+  return s;
+}
+
+/// log(sum(exp(x))) - x[label] of n values. One pass where exp(x - x[label]) sums without
+/// overflow (the label's own term is 1, so the sum is at least 1; the loss is its log, with no
+/// cancellation); otherwise (a logit above the label's by about 88 or more) shifted by the row's
+/// maximum, the reductions' vectorised row where the dtype allows.
+template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t label) {
+  using V = compute_t<T>;
+  const V at = V(x[label]);
+  const V s = row_exp_sum(x, n, at);
+  if (s < std::numeric_limits<V>::infinity()) return std::log(s);
+  V m;
+  if constexpr (backend::cpu::simd_type_v<T>) m = backend::cpu::reduce::row(ops::max_op<T>{}, x, n);
+  else {
+    m = -std::numeric_limits<V>::infinity();
+    for (std::size_t i = 0; i < n; ++i) m = std::max(m, V(x[i]));
+  }
+  return m + std::log(row_exp_sum(x, n, m)) - at;
 }
 
 /// Checks every label against [0, classes) before any work (the message is TensorFlow's).
@@ -111,7 +125,7 @@ template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
     backend::cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t r = b; r < e; ++r) {
         const T* x = logits.data + r * n;
-        out[r] = T(row_logsumexp(x, n) - compute_t<T>(x[labels.data[r]]));
+        out[r] = T(row_xent(x, n, std::size_t(labels.data[r])));
       }
     });
   }
