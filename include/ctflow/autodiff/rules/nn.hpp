@@ -1,13 +1,13 @@
 #pragma once
 // Gradient rules of tf.nn's kernels and tf.image.resize (its adjoint kernel, float32 images).
-// conv2d: TensorFlow's Conv2DBackpropInput and Conv2DBackpropFilter (im2col + GEMM);
+// conv2d: TensorFlow's Conv2DBackpropInput and Conv2DBackpropFilter (backend/cpu/conv.hpp);
 // conv2d_transpose (a Conv2DBackpropInput node): conv2d and Conv2DBackpropFilter with the roles of
 // image and adjoint swapped. depthwise_conv2d: its two direct backward kernels. fused_batch_norm:
 // FusedBatchNormGrad, one kernel per operand. Pooling: max routes the adjoint to each window's
 // first element equal to its maximum (the forward result), average spreads it over the valid
-// elements. Sparse softmax cross-entropy: one row kernel, g * (softmax(x) - one_hot(label));
-// labels take none. (softmax, log_softmax and the other losses are compositions of ops with rules
-// of their own.)
+// elements. Sparse softmax cross-entropy: one row kernel, g * (softmax(x) - one_hot(label)) from
+// the forward losses; labels take none. (softmax, log_softmax and the other losses are
+// compositions of ops with rules of their own.)
 
 #include "../../ops/image.hpp"
 #include "../../ops/nn/conv.hpp"
