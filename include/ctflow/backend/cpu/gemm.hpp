@@ -207,10 +207,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_
     small(m, n, k, a, rsa, csa, b, rsb, c, ldc, accumulate);
     return;
   }
-  // Fixed partitioning: split the wider of M and N into equal parts, one per thread.
+  // Fixed partitioning: split the wider of M and N into equal parts, one per thread; M when they
+  // are equal (each thread then packs its own rows of A for each block of B, not all of A).
   using BL = blocking<T>;
   const std::size_t threads = work < 2.0e6 ? 1 : std::size_t(pool().size());
-  if (n >= m) {
+  if (n > m) {
     const std::size_t per = (n / BL::NR + threads - 1) / threads * BL::NR;
     parallel_for(threads, 1, 1, [&](std::size_t tb, std::size_t te) {
       for (std::size_t t = tb; t < te; ++t) {
