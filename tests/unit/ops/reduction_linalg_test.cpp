@@ -110,6 +110,8 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
   check(1, 128, 784);
   check(8, 10, 128);
   check(16, 16, 16);
+  check(13, 7, 31);  // one vector across, 8 rows and a remainder, k split unevenly
+  check(1, 16, 33);
   check(37, 45, 53);
   check(200, 333, 129);
   check(513, 67, 400);

@@ -134,32 +134,45 @@ void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdif
 }
 
 /// RR rows x NV vectors of C straight from A and row-major B (unit column stride), no packing.
+/// Small tiles split k S ways (even and odd steps into separate accumulators, summed at the end)
+/// so that about 16 independent FMA chains hide the FMA latency.
 template <class T, std::size_t RR, std::size_t NV>
 [[gnu::flatten]] inline void small_tile(std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
-                       T* c, std::ptrdiff_t ldc, std::size_t nr, bool accumulate) {
+                                        T* c, std::ptrdiff_t ldc, std::size_t nr, bool accumulate) {
   using V = batch<T>;
   constexpr std::size_t L = lanes<T>;
+  constexpr std::size_t S = std::clamp<std::size_t>(16 / (RR * NV), 1, 4);
   const bool full = nr == NV * L;
   const std::size_t tail = nr - (NV - 1) * L;
-  V acc[RR][NV];
-  unroll(std::make_index_sequence<RR>{}, [&](auto i) { unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[i][v] = V(T(0)); }); });
-  for (std::size_t p = 0; p < k; ++p) {
-    const T* brow = b + std::ptrdiff_t(p) * rsb;
-    V bv[NV];
-    unroll(std::make_index_sequence<NV>{}, [&](auto v) {
-      if (v + 1 < NV || full) bv[v] = V::load_unaligned(brow + v * L);
-      else bv[v] = load_partial(brow + v * L, tail);
-    });
-    unroll(std::make_index_sequence<RR>{}, [&](auto i) {
-      const V ai(a[std::ptrdiff_t(i) * rsa + std::ptrdiff_t(p) * csa]);
-      unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[i][v] = xsimd::fma(ai, bv[v], acc[i][v]); });
+  V acc[S][RR][NV];
+  unroll(std::make_index_sequence<S>{}, [&](auto s) {
+    unroll(std::make_index_sequence<RR>{}, [&](auto i) { unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[s][i][v] = V(T(0)); }); });
+  });
+  // Steps p .. p + S - 1 (or just p, into the first accumulators, for the last k % S).
+  std::size_t p = 0;
+  for (std::size_t steps = S; p < k; p += steps) {
+    steps = p + S <= k ? S : 1;
+    unroll(std::make_index_sequence<S>{}, [&](auto s) {
+      if (s >= steps) return;
+      const T* brow = b + std::ptrdiff_t(p + s) * rsb;
+      V bv[NV];
+      unroll(std::make_index_sequence<NV>{}, [&](auto v) {
+        if (v + 1 < NV || full) bv[v] = V::load_unaligned(brow + v * L);
+        else bv[v] = load_partial(brow + v * L, tail);
+      });
+      unroll(std::make_index_sequence<RR>{}, [&](auto i) {
+        const V ai(a[std::ptrdiff_t(i) * rsa + std::ptrdiff_t(p + s) * csa]);
+        unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[s][i][v] = xsimd::fma(ai, bv[v], acc[s][i][v]); });
+      });
     });
   }
   unroll(std::make_index_sequence<RR>{}, [&](auto i) {
     unroll(std::make_index_sequence<NV>{}, [&](auto v) {
-      T* p = c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(v * L);
-      if (v + 1 < NV || full) (accumulate ? acc[i][v] + V::load_unaligned(p) : acc[i][v]).store_unaligned(p);
-      else store_partial(p, accumulate ? acc[i][v] + load_partial(p, tail) : acc[i][v], tail);
+      V r = acc[0][i][v];
+      unroll(std::make_index_sequence<S - 1>{}, [&](auto s) { r += acc[s + 1][i][v]; });
+      T* q = c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(v * L);
+      if (v + 1 < NV || full) (accumulate ? r + V::load_unaligned(q) : r).store_unaligned(q);
+      else store_partial(q, accumulate ? r + load_partial(q, tail) : r, tail);
     });
   });
 }
@@ -181,6 +194,9 @@ template <class T>
 void small(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b,
            std::ptrdiff_t rsb, T* c, std::ptrdiff_t ldc, bool accumulate) {
   std::size_t i = 0;
+  if (n <= lanes<T>)  // one vector across: tiles of 8 rows, so that enough FMA chains run at once
+    for (; i + 8 <= m; i += 8)
+      small_tile<T, 8, 1>(k, a + std::ptrdiff_t(i) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i) * ldc, ldc, n, accumulate);
   for (; i + 4 <= m; i += 4)
     small_rows<T, 4>(n, k, a + std::ptrdiff_t(i) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i) * ldc, ldc, accumulate);
   switch (m - i) {
