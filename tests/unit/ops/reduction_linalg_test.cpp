@@ -65,6 +65,14 @@ TEST_CASE("large reductions are exact enough and identical across calls") {
   for (std::size_t i = 0; i < 1000; ++i) c7 += x(i, 7);
   REQUIRE(rows(0) == Approx(r0).epsilon(1e-5));
   REQUIRE(cols(7) == Approx(c7).epsilon(1e-5));
+  // Column sums go through chunks of rows fixed by the shape: the same bits on any thread count.
+  const int threads = int(backend::cpu::pool().size());
+  config::set_num_threads(1);
+  Tensor<float, Shape<3000>> cols1 = reduce_sum<0>(x);
+  config::set_num_threads(3);
+  Tensor<float, Shape<3000>> cols3 = reduce_sum<0>(x);
+  config::set_num_threads(threads);
+  for (std::size_t j = 0; j < 3000; ++j) REQUIRE((cols1(j) == cols(j) && cols3(j) == cols(j)));
   Tensor<float, Shape<>> all1 = reduce_sum(x), all2 = reduce_sum(x);
   REQUIRE(all1() == all2());
   REQUIRE(all1() == Approx(1.5e6).epsilon(2e-3));

@@ -96,10 +96,29 @@ void run(const Op& op, const V* in, const std::size_t* dims, const bool* reduced
     });
     return;
   }
-  if (ng == 2) {  // [reduced, kept]: column reduction, threads split the columns
+  if (ng == 2) {  // [reduced, kept]: column reduction
     const std::size_t rows = g[0], n = g[1];
+    constexpr std::size_t tile = 8192;  // an accumulating row of up to 32 KB (float) stays in L1
+    // Rows no wider than a tile: chunks of whole rows (their number fixed by the shape), each
+    // streamed in order into its own partial row by one thread; the partials are then combined
+    // in chunk order.
+    const std::size_t chunks = n <= tile ? std::clamp<std::size_t>(total / (8 * block), 1, 16) : 1;
+    if (chunks > 1) {
+      detail::buffer<V> scratch(chunks * n, false);
+      parallel_for(chunks, 1, 1, [&](std::size_t b, std::size_t e) {
+        for (std::size_t c = b; c < e; ++c) {
+          V* part = scratch.data() + c * n;
+          const std::size_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+          std::copy_n(in + r0 * n, n, part);
+          for (std::size_t r = r0 + 1; r < r1; ++r) combine_row(op, part, in + r * n, n);
+        }
+      });
+      std::copy_n(scratch.data(), n, out);
+      for (std::size_t c = 1; c < chunks; ++c) combine_row(op, out, scratch.data() + c * n, n);
+      return;
+    }
+    // Wide rows (or little work): threads split the columns, a tile at a time.
     parallel_for(n, std::max<std::size_t>(64, block / std::max<std::size_t>(rows, 1)), 64, [&](std::size_t b, std::size_t e) {
-      constexpr std::size_t tile = 2048;  // keep the accumulating row in L1
       for (std::size_t j0 = b; j0 < e; j0 += tile) {
         const std::size_t w = std::min(tile, e - j0);
         std::copy_n(in + j0, w, out + j0);
