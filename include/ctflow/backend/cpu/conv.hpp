@@ -20,6 +20,7 @@
 
 #include "../../detail/buffer.hpp"
 #include "gemm.hpp"
+#include "reduce.hpp"
 #include "simd.hpp"
 #include "thread_pool.hpp"
 
@@ -318,27 +319,20 @@ template <class T, std::size_t MR, std::size_t NV> void filter_direct(const geom
   for (std::size_t d = 0; d < depth; ++d) off[d] = taps[d / g.c] + std::ptrdiff_t(d % g.c);
   // Output rows per block: about 64 pixels, whose dy rows stay in L1 while every tile meets them.
   const std::size_t block = std::max<std::size_t>(1, 64 / g.ow);
-  ctflow::detail::buffer<T> partial(chunks * size, false);
-  parallel_for(chunks, 1, 1, [&](std::size_t cb, std::size_t ce) {
+  reduce::sum_in_chunk_order(chunks, size, df, [&](std::size_t chunk, T* sum) {
     ctflow::detail::buffer<T> image(pad.elements, false);
-    for (std::size_t chunk = cb; chunk < ce; ++chunk) {
-      T* sum = partial.data() + chunk * size;
-      bool first = true;
-      for (std::size_t n = g.n * chunk / chunks; n < g.n * (chunk + 1) / chunks; ++n) {
-        pad.fill(g, x + n * g.h * g.w * g.c, image.data());
-        const T* dyn = dy + n * g.oh * g.ow * g.o;
-        for (std::size_t oy = 0; oy < g.oh; oy += block, first = false)
-          for (std::size_t d = 0; d < depth; d += MR)
-            for (std::size_t j = 0; j < g.o; j += NR)
-              filter_tile<T, MR, NV>(image.data(), off.data() + d, oy, std::min(g.oh, oy + block), g.ow,
-                                     std::ptrdiff_t(pad.width * g.c), std::ptrdiff_t(g.sw * g.c), dyn + j, g.o, sum + d * g.o + j, g.o,
-                                     std::min(MR, depth - d), std::min(NR, g.o - j), !first);
-      }
+    bool first = true;
+    for (std::size_t n = g.n * chunk / chunks; n < g.n * (chunk + 1) / chunks; ++n) {
+      pad.fill(g, x + n * g.h * g.w * g.c, image.data());
+      const T* dyn = dy + n * g.oh * g.ow * g.o;
+      for (std::size_t oy = 0; oy < g.oh; oy += block, first = false)
+        for (std::size_t d = 0; d < depth; d += MR)
+          for (std::size_t j = 0; j < g.o; j += NR)
+            filter_tile<T, MR, NV>(image.data(), off.data() + d, oy, std::min(g.oh, oy + block), g.ow, std::ptrdiff_t(pad.width * g.c),
+                                   std::ptrdiff_t(g.sw * g.c), dyn + j, g.o, sum + d * g.o + j, g.o, std::min(MR, depth - d),
+                                   std::min(NR, g.o - j), !first);
     }
   });
-  std::copy_n(partial.data(), size, df);
-  for (std::size_t i = 1; i < chunks; ++i)
-    for (std::size_t j = 0; j < size; ++j) df[j] += partial.data()[i * size + j];
 }
 
 /// filter_direct with the tile that suits the number of outputs: few outputs take more taps to a

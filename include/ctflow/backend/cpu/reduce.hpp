@@ -54,6 +54,26 @@ template <class Op, class V> void combine_row(const Op& op, V* acc, const V* p, 
   for (; j < n; ++j) acc[j] = op(acc[j], p[j]);
 }
 
+/// Results computed in a fixed number of chunks, combined in chunk order: partial(i, dst) writes
+/// chunk i's `size` values to its own scratch dst, one chunk per thread at a time; out is chunk
+/// 0, then combine(out, chunk i, size) for i = 1, 2, ... So the result does not depend on the
+/// thread count.
+template <class V, class Partial, class Combine>
+void in_chunk_order(std::size_t chunks, std::size_t size, V* out, Partial&& partial, Combine&& combine) {
+  detail::buffer<V> scratch(chunks * size, false);
+  parallel_for(chunks, 1, 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) partial(i, scratch.data() + i * size);
+  });
+  std::copy_n(scratch.data(), size, out);
+  for (std::size_t i = 1; i < chunks; ++i) combine(out, scratch.data() + i * size, size);
+}
+/// in_chunk_order whose chunks are added.
+template <class V, class Partial> void sum_in_chunk_order(std::size_t chunks, std::size_t size, V* out, Partial&& partial) {
+  in_chunk_order(chunks, size, out, partial, [](V* o, const V* p, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) o[j] += p[j];
+  });
+}
+
 /// Elements per block of a full reduction: partial results are per block, then combined in
 /// order, so the sum does not depend on how blocks are shared among threads.
 inline constexpr std::size_t block = std::size_t(1) << 15;
@@ -104,17 +124,14 @@ void run(const Op& op, const V* in, const std::size_t* dims, const bool* reduced
     // in chunk order.
     const std::size_t chunks = n <= tile ? std::clamp<std::size_t>(total / (8 * block), 1, 16) : 1;
     if (chunks > 1) {
-      detail::buffer<V> scratch(chunks * n, false);
-      parallel_for(chunks, 1, 1, [&](std::size_t b, std::size_t e) {
-        for (std::size_t c = b; c < e; ++c) {
-          V* part = scratch.data() + c * n;
-          const std::size_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
-          std::copy_n(in + r0 * n, n, part);
-          for (std::size_t r = r0 + 1; r < r1; ++r) combine_row(op, part, in + r * n, n);
-        }
-      });
-      std::copy_n(scratch.data(), n, out);
-      for (std::size_t c = 1; c < chunks; ++c) combine_row(op, out, scratch.data() + c * n, n);
+      in_chunk_order(
+          chunks, n, out,
+          [&](std::size_t c, V* part) {
+            const std::size_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+            std::copy_n(in + r0 * n, n, part);
+            for (std::size_t r = r0 + 1; r < r1; ++r) combine_row(op, part, in + r * n, n);
+          },
+          [&](V* o, const V* p, std::size_t m) { combine_row(op, o, p, m); });
       return;
     }
     // Wide rows (or little work): threads split the columns, a tile at a time.

@@ -150,19 +150,12 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_fi
     // rows are cut into a fixed number of chunks (fixed by the shape alone, so the result does
     // not depend on the threads), each chunk's product is computed on one thread, and the
     // partial products are added in chunk order.
-    const std::size_t rows = g.rows(), size = g.depth() * g.o;
-    const std::size_t chunks = std::clamp<std::size_t>(rows / 2048, 1, 16);
-    ctflow::detail::buffer<T> partial(chunks * size, false);
-    backend::cpu::parallel_for(chunks, 1, 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t i = b; i < e; ++i) {
-        const std::size_t r0 = rows * i / chunks, r1 = rows * (i + 1) / chunks;
-        backend::cpu::gemm::packed(g.depth(), g.o, r1 - r0, p.data() + r0 * g.depth(), 1, std::ptrdiff_t(g.depth()), dy.data + r0 * g.o,
-                                   std::ptrdiff_t(g.o), 1, partial.data() + i * size, std::ptrdiff_t(g.o), false);
-      }
+    const std::size_t rows = g.rows(), chunks = std::clamp<std::size_t>(rows / 2048, 1, 16);
+    backend::cpu::reduce::sum_in_chunk_order(chunks, g.depth() * g.o, out, [&](std::size_t i, T* part) {
+      const std::size_t r0 = rows * i / chunks, r1 = rows * (i + 1) / chunks;
+      backend::cpu::gemm::packed(g.depth(), g.o, r1 - r0, p.data() + r0 * g.depth(), 1, std::ptrdiff_t(g.depth()), dy.data + r0 * g.o,
+                                 std::ptrdiff_t(g.o), 1, part, std::ptrdiff_t(g.o), false);
     });
-    std::copy_n(partial.data(), size, out);
-    for (std::size_t i = 1; i < chunks; ++i)
-      for (std::size_t j = 0; j < size; ++j) out[j] += partial.data()[i * size + j];
   }
 };
 

@@ -86,18 +86,11 @@ template <class T, class SX, class SF, conv_options P> struct depthwise_backprop
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& dy) const {
     const std::size_t m = g.o / g.c, per_image = g.oh * g.ow, size = g.kh * g.kw * g.o;
     const std::size_t chunks = std::clamp<std::size_t>(g.n, 1, 16);
-    ctflow::detail::buffer<T> partial(chunks * size, false);
-    backend::cpu::parallel_for(chunks, 1, 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t i = b; i < e; ++i) {
-        T* acc = partial.data() + i * size;
-        std::fill_n(acc, size, T(0));
-        for (std::size_t p = g.n * i / chunks * per_image; p < g.n * (i + 1) / chunks * per_image; ++p)
-          each_tap(g, p, [&](std::size_t tap, std::size_t pixel) { depthwise_fma(acc + tap * g.o, x.data + pixel * g.c, dy.data + p * g.o, g.c, m); });
-      }
+    backend::cpu::reduce::sum_in_chunk_order(chunks, size, out, [&](std::size_t i, T* acc) {
+      std::fill_n(acc, size, T(0));
+      for (std::size_t p = g.n * i / chunks * per_image; p < g.n * (i + 1) / chunks * per_image; ++p)
+        each_tap(g, p, [&](std::size_t tap, std::size_t pixel) { depthwise_fma(acc + tap * g.o, x.data + pixel * g.c, dy.data + p * g.o, g.c, m); });
     });
-    std::copy_n(partial.data(), size, out);
-    for (std::size_t i = 1; i < chunks; ++i)
-      for (std::size_t j = 0; j < size; ++j) out[j] += partial.data()[i * size + j];
   }
 };
 

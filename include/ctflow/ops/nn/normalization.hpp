@@ -73,14 +73,12 @@ namespace detail {
 /// depend on the thread count.
 template <std::size_t K, class F> std::vector<double> channel_sums(std::size_t rows, std::size_t c, F&& f) {
   const std::size_t chunks = std::clamp<std::size_t>(rows / 512, 1, 16);
-  std::vector<double> partial(chunks * K * c, 0.0);
-  backend::cpu::parallel_for(chunks, 1, 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) f(rows * i / chunks, rows * (i + 1) / chunks, partial.data() + i * K * c);
+  std::vector<double> sums(K * c);
+  backend::cpu::reduce::sum_in_chunk_order(chunks, K * c, sums.data(), [&](std::size_t i, double* acc) {
+    std::fill_n(acc, K * c, 0.0);
+    f(rows * i / chunks, rows * (i + 1) / chunks, acc);
   });
-  for (std::size_t i = 1; i < chunks; ++i)
-    for (std::size_t j = 0; j < K * c; ++j) partial[j] += partial[i * K * c + j];
-  partial.resize(K * c);
-  return partial;
+  return sums;
 }
 
 /// The batch mean and 1 / sqrt(variance + epsilon) of each channel (the last axis), the variance
