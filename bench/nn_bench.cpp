@@ -84,6 +84,7 @@ template <std::size_t N, std::size_t H, std::size_t W, std::size_t C, std::size_
   using SY = shape_t<decltype(nn::max_pool2d<K, K, S, S, P>(x))>;
   Tensor<float, SY> dy = random_normal<float, SY>(5, 0.0, 1.0);
   static auto pool(const Tensor<float, SX>& t) { return nn::max_pool2d<K, K, S, S, P>(t); }
+  static constexpr std::size_t k = K;
   static constexpr double bytes = 3.0 * double(SX::static_size + SY::static_size) * sizeof(float);
 };
 using mnist_pool = pool_case<64, 26, 26, 32, 2, 2, nn::VALID>;
@@ -95,7 +96,7 @@ template <class Case> void max_pool(benchmark::State& s) {
   auto node = Case::pool(c.x);
   Tensor<float, typename Case::SY> y;
   Tensor<float, typename Case::SX> dx;
-  nn::detail::max_pool_grad_kernel<float, typename Case::SX> grad_kernel{c.x.dims(), node.k.g};
+  nn::detail::max_pool_grad_kernel<float, typename Case::SX, Case::k, Case::k> grad_kernel{c.x.dims(), node.k.g};
   for (auto _ : s) {
     y = Case::pool(c.x);
     dx = expr::make_computed(grad_kernel, c.x, y, c.dy);

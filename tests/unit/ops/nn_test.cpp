@@ -147,6 +147,87 @@ TEST_CASE("max and average pooling: TensorFlow's windows, SAME averages over val
   CHECK(g.data()[2] == 0.0);
 }
 
+namespace pool_reference {
+
+// max_pool2d / avg_pool2d and their gradients by their definitions (TensorFlow's SAME windows;
+// the gradient of a max goes to the window's first maximum in row-major order).
+struct window {
+  std::size_t y0, y1, x0, x1;
+};
+inline window at(std::size_t h, std::size_t w, std::size_t k, std::size_t s, std::size_t oy, std::size_t ox, std::size_t pad_top,
+                 std::size_t pad_left) {
+  const auto clip = [](std::ptrdiff_t v, std::size_t n) { return std::size_t(std::clamp<std::ptrdiff_t>(v, 0, std::ptrdiff_t(n))); };
+  const std::ptrdiff_t ys = std::ptrdiff_t(oy * s) - std::ptrdiff_t(pad_top), xs = std::ptrdiff_t(ox * s) - std::ptrdiff_t(pad_left);
+  return {clip(ys, h), clip(ys + std::ptrdiff_t(k), h), clip(xs, w), clip(xs + std::ptrdiff_t(k), w)};
+}
+
+/// Checks ctflow's max and average pooling of x ([n, h, w, c], k x k windows, stride s, SAME)
+/// and both gradients against the loops above, exactly (the same operations in the same order).
+template <std::size_t K, std::size_t S, class T, class SX> void check(const Tensor<T, SX>& x) {
+  const auto d = x.dims();
+  const std::size_t n = d[0], h = d[1], w = d[2], c = d[3];
+  const std::size_t oh = (h + S - 1) / S, ow = (w + S - 1) / S;
+  const std::size_t pad_h = std::max<std::ptrdiff_t>(std::ptrdiff_t((oh - 1) * S + K) - std::ptrdiff_t(h), 0);
+  const std::size_t pad_w = std::max<std::ptrdiff_t>(std::ptrdiff_t((ow - 1) * S + K) - std::ptrdiff_t(w), 0);
+  const auto mp = eval(nn::max_pool2d<K, K, S, S, nn::SAME>(x));
+  const auto ap = eval(nn::avg_pool2d<K, K, S, S, nn::SAME>(x));
+  // Weights 1/8, 2/8, ... 32 on the outputs, so that neighbouring windows' adjoints differ.
+  Tensor<T, shape_t<decltype(mp)>> weights;
+  for (std::size_t i = 0; i < weights.size(); ++i) weights.data()[i] = T(float(i % 256 + 1) / 8);
+  const auto mg = std::get<1>(value_and_grad(reduce_sum(nn::max_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
+  const auto ag = std::get<1>(value_and_grad(reduce_sum(nn::avg_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
+  std::vector<float> dmax(x.size(), 0.0f), davg(x.size(), 0.0f);
+  std::size_t bad = 0;
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t oy = 0; oy < oh; ++oy)
+      for (std::size_t ox = 0; ox < ow; ++ox) {
+        const window win = at(h, w, K, S, oy, ox, pad_h / 2, pad_w / 2);
+        const float count = float((win.y1 - win.y0) * (win.x1 - win.x0));
+        for (std::size_t ch = 0; ch < c; ++ch) {
+          const std::size_t o = ((b * oh + oy) * ow + ox) * c + ch;
+          float m = -std::numeric_limits<float>::infinity(), sum = 0;
+          std::size_t first = 0;
+          for (std::size_t y = win.y0; y < win.y1; ++y)
+            for (std::size_t xx = win.x0; xx < win.x1; ++xx) {
+              const std::size_t i = ((b * h + y) * w + xx) * c + ch;
+              if (float(x.data()[i]) > m) { m = float(x.data()[i]); first = i; }
+              sum += float(x.data()[i]);
+            }
+          const float g = float(weights.data()[o]);
+          bad += float(mp.data()[o]) != m;
+          bad += float(ap.data()[o]) != Approx(sum / count).epsilon(1e-2);
+          dmax[first] += g;
+          for (std::size_t y = win.y0; y < win.y1; ++y)
+            for (std::size_t xx = win.x0; xx < win.x1; ++xx) davg[((b * h + y) * w + xx) * c + ch] += g / count;
+        }
+      }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    bad += float(mg.data()[i]) != Approx(dmax[i]).epsilon(1e-2);
+    bad += float(ag.data()[i]) != Approx(davg[i]).epsilon(1e-2).margin(1e-6);
+  }
+  CHECK(bad == 0);
+}
+
+}  // namespace pool_reference
+
+TEST_CASE("pooling and its gradients equal their loop definitions: channel tails, clipped windows, ties, bfloat16, streamed adjoints") {
+  // 20 channels: a full vector and a partial one; 9 x 11 pixels: SAME windows clipped on two sides;
+  // values on a coarse grid: windows with several maxima.
+  Tensor<float, Shape<2, 9, 11, 20>> x;
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = float(int((i * 37) % 13) - 6);
+  pool_reference::check<3, 2>(x);
+  pool_reference::check<2, 2>(x);
+  pool_reference::check<3, 1>(x);
+  Tensor<bfloat16, Shape<2, 9, 11, 3>> xb;
+  for (std::size_t i = 0; i < xb.size(); ++i) xb.data()[i] = bfloat16(float(int((i * 29) % 11) - 5));
+  pool_reference::check<3, 2>(xb);
+  // An adjoint larger than backend::cpu::cache_bytes goes past the cache in non-temporal stores.
+  using SL = Shape<11, 112, 112, 64>;
+  static_assert(SL::static_size * sizeof(float) >= backend::cpu::cache_bytes);
+  const auto large = random_normal<float, SL>(77, 0.0, 1.0);
+  pool_reference::check<3, 2>(large);
+}
+
 TEST_CASE("bias_add in both data formats, and layout conversions that let PyTorch weights run as TensorFlow's") {
   Tensor<double, Shape<2, 3, 4, 5>> x = random_normal<double, Shape<2, 3, 4, 5>>(41, 0.0, 1.0);
   Tensor<double, Shape<5>> b5 = random_normal<double, Shape<5>>(42, 0.0, 1.0);

@@ -90,7 +90,7 @@ struct rule<expr::Computed<nn::detail::pool_kernel<T, SX, KH, KW, SH, SW, Pad, M
 
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y& y) {
     if constexpr (Max) {
-      return adjoint_kernel<nn::detail::max_pool_grad_kernel<T, SX>, 0>(n, operand<0>(n), y, G(g));
+      return adjoint_kernel<nn::detail::max_pool_grad_kernel<T, SX, KH, KW>, 0>(n, operand<0>(n), y, G(g));
     } else {
       return adjoint_kernel<nn::detail::avg_pool_grad_kernel<T, SX>, 0>(n, G(g));
     }

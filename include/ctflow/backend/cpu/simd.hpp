@@ -2,6 +2,7 @@
 // xsimd batches for the types the fused loops vectorise; the instruction set is the one the
 // translation unit is compiled for (-march).
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -26,16 +27,17 @@ template <class X> struct is_batch : std::false_type {};
 template <class T, class A> struct is_batch<xsimd::batch<T, A>> : std::true_type {};
 template <class X> inline constexpr bool is_batch_v = is_batch<X>::value;
 
-/// Loads the first n (< lanes) elements of p; the rest are zero. Never reads past p + n.
-template <class T> batch<T> load_partial(const T* p, std::size_t n) {
+/// Loads the first n (< lanes) elements of p; the rest are `fill` (zero unless given). Never
+/// reads past p + n.
+template <class T> batch<T> load_partial(const T* p, std::size_t n, T fill = T(0)) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float> && batch<T>::size == 16)
-    return batch<T>(_mm512_maskz_loadu_ps(__mmask16((1u << n) - 1u), p));
+    return batch<T>(_mm512_mask_loadu_ps(_mm512_set1_ps(fill), __mmask16((1u << n) - 1u), p));
   else if constexpr (std::is_same_v<T, double> && batch<T>::size == 8)
-    return batch<T>(_mm512_maskz_loadu_pd(__mmask8((1u << n) - 1u), p));
+    return batch<T>(_mm512_mask_loadu_pd(_mm512_set1_pd(fill), __mmask8((1u << n) - 1u), p));
 #endif
-  alignas(64) T tmp[lanes<T>] = {};
-  for (std::size_t i = 0; i < n; ++i) tmp[i] = p[i];
+  alignas(64) T tmp[lanes<T>];
+  for (std::size_t i = 0; i < lanes<T>; ++i) tmp[i] = i < n ? p[i] : fill;
   return batch<T>::load_aligned(tmp);
 }
 
@@ -53,6 +55,54 @@ template <class T> void store_partial(T* p, const batch<T>& b, std::size_t n) {
   alignas(64) T tmp[lanes<T>];
   b.store_aligned(tmp);
   for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
+}
+
+/// Data at least this large (bytes) is taken not to stay in the last-level cache: kernels that
+/// produce such results in pieces from buffers in cache (pooling gradients) write them with
+/// non-temporal stores, as a normal store first reads each line it overwrites, and kernels that
+/// read such inputs in short pieces of several rows at once prefetch them.
+inline constexpr std::size_t cache_bytes = std::size_t(32) << 20;
+
+/// Asks for the cache lines of [p, p + bytes) ahead of their use, `prefetch_distance` ahead of
+/// the reads: the hardware prefetchers restart at every 4 KiB page of each row and go idle while
+/// the kernel computes.
+inline void prefetch(const void* p, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; i += 64) __builtin_prefetch(static_cast<const char*>(p) + i);
+}
+inline constexpr std::size_t prefetch_distance = 4096;
+
+/// dst[i] = T(src[i]) for i < n; with `stream`, float destinations are written with non-temporal
+/// stores on AVX-512 (the caller ends with stream_fence() before others read dst).
+template <class T, class V> void copy_out(T* dst, const V* src, std::size_t n, bool stream) {
+  std::size_t i = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<V, float>) {
+    if (stream) {
+      for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) dst[i] = src[i];
+      for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+    }
+  }
+#endif
+  for (; i < n; ++i) dst[i] = T(src[i]);
+}
+/// dst[i] = 0 for i < n, streamed as copy_out.
+template <class T> void zero_out(T* dst, std::size_t n, bool stream) {
+  std::size_t i = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (stream) {
+      for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) dst[i] = 0;
+      for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_setzero_ps());
+    }
+  }
+#endif
+  std::fill(dst + i, dst + n, T(0));
+}
+/// Orders the non-temporal stores before whatever follows (the end of a parallel task).
+inline void stream_fence() {
+#if defined(__AVX512F__)
+  _mm_sfence();
+#endif
 }
 
 /// e^x. For float on AVX-512: Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, Cephes's

@@ -80,7 +80,9 @@ template <class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t
     const auto bm = cpu::batch<T>(shift);
     auto bs = cpu::batch<T>(T(0));
     for (; i + W <= n; i += W) bs += cpu::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
-    s = xsimd::hadd(bs);
+    // The tail in one vector: its missing lanes are -inf, whose exp is 0.
+    if (i < n) bs += cpu::exp(cpu::load_partial(x + i, n - i, -std::numeric_limits<T>::infinity()) - bm);
+    return xsimd::hadd(bs);
   }
   for (; i < n; ++i) s += std::exp(V(x[i]) - shift);
   return s;
@@ -146,7 +148,7 @@ template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
     namespace cpu = backend::cpu;
     const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
     check_labels(labels.data, rows, n);
-    cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
+    cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&, n](std::size_t b, std::size_t e) {
       for (std::size_t r = b; r < e; ++r) {
         const T* x = logits.data + r * n;
         T* o = out + r * n;
@@ -158,6 +160,8 @@ template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
           using B = cpu::batch<T>;
           const B bat(at), by(y), bg(gr);
           for (; i + W <= n; i += W) (cpu::exp((B::load_unaligned(x + i) - bat) - by) * bg).store_unaligned(o + i);
+          if (i < n) cpu::store_partial(o + i, cpu::exp((cpu::load_partial(x + i, n - i) - bat) - by) * bg, n - i);
+          i = n;
         }
         for (; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
         o[label] = T(V(o[label]) - gr);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "../reduction.hpp"
 #include "conv.hpp"
@@ -26,6 +27,13 @@ struct pool_geometry {
     y1 = std::size_t(std::min<std::ptrdiff_t>(ys + std::ptrdiff_t(kh), std::ptrdiff_t(h)));
     x1 = std::size_t(std::min<std::ptrdiff_t>(xs + std::ptrdiff_t(kw), std::ptrdiff_t(w)));
   }
+  /// Prefetches, a little ahead in each of the window's rows of `image`, what the windows after it
+  /// read first; only for input too large for the cache.
+  template <class T> void prefetch_window(const T* image, std::size_t y0, std::size_t y1, std::size_t x0) const {
+    if (n * h * w * c * sizeof(T) < backend::cpu::cache_bytes) return;
+    for (std::size_t y = y0; y < y1; ++y)
+      backend::cpu::prefetch(reinterpret_cast<const char*>(image + (y * w + x0) * c) + backend::cpu::prefetch_distance, sw * c * sizeof(T));
+  }
 };
 inline pool_geometry make_pool_geometry(const dims_t<4>& x, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw, padding p) {
   const auto gh = spatial(x[1], kh, sh, 1, p, 0), gw = spatial(x[2], kw, sw, 1, p, 1);
@@ -34,7 +42,8 @@ inline pool_geometry make_pool_geometry(const dims_t<4>& x, std::size_t kh, std:
 
 /// f(c0, load, store) for the channels [c0, c0 + lanes) of a pixel's c channels: xsimd batches
 /// (the last one loaded and stored partially) where the dtype has them, else one channel at a
-/// time in its compute type. `select(mask, a, b)` works on what `load` returns.
+/// time in its compute type (load and store then also take compute-type pointers). `select(mask,
+/// a, b)` works on what `load` returns.
 template <class T, class F> void each_channel_vector(std::size_t c, F&& f) {
   namespace cpu = backend::cpu;
   if constexpr (cpu::simd_type_v<T>) {
@@ -49,11 +58,35 @@ template <class T, class F> void each_channel_vector(std::size_t c, F&& f) {
     }
   } else {
     using V = compute_t<T>;
-    for (std::size_t c0 = 0; c0 < c; ++c0) f(c0, [](const T* p) { return V(*p); }, [](T* p, V v) { *p = T(v); });
+    for (std::size_t c0 = 0; c0 < c; ++c0)
+      f(c0, [](const auto* p) { return V(*p); }, [](auto* p, V v) { *p = std::remove_pointer_t<decltype(p)>(v); });
   }
 }
 template <class B> B select(bool m, const B& a, const B& b) { return m ? a : b; }
 using xsimd::select;
+
+/// v > m ? v : m per lane, so that a NaN v never wins. On x86 that is exactly the max
+/// instruction (it returns its second operand when either is NaN): one instruction, no
+/// compare-and-blend in the chain.
+template <class B> B max_of(const B& v, const B& m) {
+  if constexpr (backend::cpu::is_batch_v<B>) {
+#if defined(__SSE2__)
+    return xsimd::max(v, m);
+#else
+    return xsimd::select(v > m, v, m);
+#endif
+  } else {
+    return v > m ? v : m;
+  }
+}
+
+/// f(rows, cols) for a window of rows x cols elements: as compile-time constants when it is the
+/// whole KH x KW window (every window but those the image's border clips), so that the loops
+/// over it unroll.
+template <std::size_t KH, std::size_t KW, class F> void on_window(std::size_t rows, std::size_t cols, F&& f) {
+  if (rows == KH && cols == KW) f(std::integral_constant<std::size_t, KH>{}, std::integral_constant<std::size_t, KW>{});
+  else f(rows, cols);
+}
 
 template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max> struct pool_kernel {
   static constexpr dims_t<4> extents{SX::extents[0], static_spatial(SX::extents[1], KH, SH, 1, Pad, 0),
@@ -62,94 +95,121 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
   using shape_type = shape_of<extents>;
   dims_t<4> out_dims{};
   pool_geometry g{};
-  /// Separably, one output row at a time: the rows of its windows are combined into one row
-  /// (contiguous, in L1), then each window's columns of it. A NaN never wins, as in TensorFlow.
+  /// One window at a time, one vector of channels at a time. A NaN never wins, as in TensorFlow.
   void run(T* out, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
-    constexpr V init = Max ? -std::numeric_limits<V>::infinity() : V(0);
-    const auto op = [](V a, V b) { return Max ? (b > a ? b : a) : a + b; };
-    const std::size_t row = g.w * g.c;
+    const std::size_t row = g.w * g.c, c = g.c;
     backend::cpu::parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
-      ctflow::detail::buffer<V> scratch(row + g.c, false);
-      V* rows = scratch.data();
-      V* acc = rows + row;
       for (std::size_t r = b; r < e; ++r) {
         const std::size_t n = r / g.oh, oy = r % g.oh;
-        std::size_t y0, y1, x0, x1;
-        g.window(oy, 0, y0, y1, x0, x1);
-        // Up to three input rows in one pass (the common windows), then any further ones.
-        const T* a = x.data + (n * g.h + y0) * row;
-        const T* b2 = y1 - y0 > 1 ? a + row : nullptr;
-        const T* c3 = y1 - y0 > 2 ? a + 2 * row : nullptr;
-        if (c3) for (std::size_t i = 0; i < row; ++i) rows[i] = op(op(op(init, V(a[i])), V(b2[i])), V(c3[i]));
-        else if (b2) for (std::size_t i = 0; i < row; ++i) rows[i] = op(op(init, V(a[i])), V(b2[i]));
-        else for (std::size_t i = 0; i < row; ++i) rows[i] = op(init, V(a[i]));
-        for (std::size_t y = y0 + 3; y < y1; ++y) {
-          const T* in = x.data + (n * g.h + y) * row;
-          for (std::size_t i = 0; i < row; ++i) rows[i] = op(rows[i], V(in[i]));
-        }
-        T* o = out + r * g.ow * g.c;
-        for (std::size_t ox = 0; ox < g.ow; ++ox, o += g.c) {
+        const T* xs = x.data + n * g.h * row;
+        T* o = out + r * g.ow * c;
+        for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
+          std::size_t y0, y1, x0, x1;
           g.window(oy, ox, y0, y1, x0, x1);
-          std::fill_n(acc, g.c, init);
-          for (std::size_t xx = x0; xx < x1; ++xx)
-            for (std::size_t c = 0; c < g.c; ++c) acc[c] = op(acc[c], rows[xx * g.c + c]);
+          g.prefetch_window(xs, y0, y1, x0);
           const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
-          for (std::size_t c = 0; c < g.c; ++c) o[c] = T(acc[c] * scale);
+          const T* window = xs + (y0 * g.w + x0) * c;
+          on_window<KH, KW>(y1 - y0, x1 - x0, [&](auto rows, auto cols) {
+            each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+              using B = decltype(load(x.data));
+              B acc(Max ? -std::numeric_limits<V>::infinity() : V(0));
+              for (std::size_t i = 0; i < rows; ++i)
+                for (std::size_t j = 0; j < cols; ++j) {
+                  const B v = load(window + i * row + j * c + c0);
+                  if constexpr (Max) acc = max_of(v, acc);
+                  else acc = acc + v;
+                }
+              store(o + c0, Max ? acc : acc * B(scale));
+            });
+          });
         }
       }
     });
   }
 };
 
-/// Runs f(n, oy) over every output row, images split among threads, zeroing the adjoint out
-/// as it goes: the input rows a row of windows first touches are zeroed just before it (so they
-/// are in cache when the windows add to them), and the rows no window touches at the end.
-template <class T, class F> void each_output_row_zeroing(const pool_geometry& g, T* out, F&& f) {
+/// Runs f(n, oy, rows) over every output row, images split among threads, for gradients that
+/// add into their input's rows: rows[y] is the accumulator of input row y of image n, zero when
+/// first touched (just before the windows that add to it, so that it is in cache), and final
+/// once no later window reaches it; rows no window touches are written zero, so `out` is
+/// written once and never read. The accumulators are out's own rows, except where `out` is
+/// too large for the cache or a 16-bit storage type: then a ring of kh rows in the compute type
+/// holds them, each copied out (streamed past the cache when large) as it becomes final.
+template <class T, class F> void each_output_row_accumulating(const pool_geometry& g, T* out, F&& f) {
+  namespace cpu = backend::cpu;
+  using V = compute_t<T>;
   const std::size_t row = g.w * g.c;
-  backend::cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+  const bool stream = g.n * g.h * row * sizeof(T) >= cpu::cache_bytes;
+  const bool in_place = std::is_same_v<T, V> && !stream;
+  cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+    ctflow::detail::buffer<V> ring(in_place ? 0 : g.kh * row, false);
+    std::vector<V*> rows(g.h);
     for (std::size_t n = b; n < e; ++n) {
       T* image = out + n * g.h * row;
-      std::size_t zeroed = 0;
+      for (std::size_t y = 0; y < g.h; ++y) {
+        if constexpr (std::is_same_v<T, V>) rows[y] = in_place ? image + y * row : ring.data() + (y % g.kh) * row;
+        else rows[y] = ring.data() + (y % g.kh) * row;
+      }
+      std::size_t written = 0, started = 0;  // rows [written, started) are being accumulated
+      const auto write_to = [&](std::size_t y) {
+        for (; written < y; ++written) {
+          if (written >= started) cpu::zero_out(image + written * row, row, stream);
+          else if (!in_place) cpu::copy_out(image + written * row, rows[written], row, stream);
+        }
+        started = std::max(started, written);
+      };
       for (std::size_t oy = 0; oy < g.oh; ++oy) {
         const std::ptrdiff_t ys = std::ptrdiff_t(oy * g.sh) - std::ptrdiff_t(g.pt);
-        const std::size_t y1 = std::size_t(std::clamp<std::ptrdiff_t>(ys + std::ptrdiff_t(g.kh), 0, std::ptrdiff_t(g.h)));
-        if (y1 > zeroed) {
-          std::fill(image + zeroed * row, image + y1 * row, T(0));
-          zeroed = y1;
-        }
-        f(n, oy);
+        const auto clip = [&](std::ptrdiff_t y) { return std::size_t(std::clamp<std::ptrdiff_t>(y, 0, std::ptrdiff_t(g.h))); };
+        write_to(clip(ys));
+        for (const std::size_t y1 = clip(ys + std::ptrdiff_t(g.kh)); started < y1; ++started) std::fill_n(rows[started], row, V(0));
+        f(n, oy, rows.data());
       }
-      std::fill(image + zeroed * row, image + g.h * row, T(0));
+      write_to(g.h);
     }
+    cpu::stream_fence();
   });
 }
 
 /// MaxPoolGrad: each g goes to the first element of its window (row-major order, as
-/// TensorFlow's CPU kernel) equal to the window's maximum y. Branch-free per channel: a channel
-/// takes g at the first match and is then done.
-template <class T, class SX> struct max_pool_grad_kernel {
+/// TensorFlow's CPU kernel) equal to the window's maximum y. Branch-free per channel: g is
+/// handed to the first match and is zero after it, a one-instruction dependency per element.
+template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_grad_kernel {
   using value_type = T;
   using shape_type = SX;
   dims_t<4> out_dims{};
   pool_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& y, const expr::strided_view<T, 4>& dy) const {
-    each_output_row_zeroing(g, out, [&](std::size_t n, std::size_t oy) {
+    using V = compute_t<T>;
+    const std::size_t row = g.w * g.c, c = g.c;
+    each_output_row_accumulating(g, out, [&](std::size_t n, std::size_t oy, V* const* rows) {
+      const T* xs = x.data + n * g.h * row;
+      const std::size_t at = (n * g.oh + oy) * g.ow * c;
       for (std::size_t ox = 0; ox < g.ow; ++ox) {
         std::size_t y0, y1, x0, x1;
         g.window(oy, ox, y0, y1, x0, x1);
-        const std::size_t at = ((n * g.oh + oy) * g.ow + ox) * g.c;
-        each_channel_vector<T>(g.c, [&](std::size_t c0, auto load, auto store) {
-          using B = decltype(load(x.data));
-          const B top = load(y.data + at + c0), d = load(dy.data + at + c0), zero(0);
-          decltype(top == top) done(false);
-          for (std::size_t yy = y0; yy < y1; ++yy)
-            for (std::size_t xx = x0; xx < x1; ++xx) {
-              const std::size_t in = ((n * g.h + yy) * g.w + xx) * g.c + c0;
-              const auto take = (load(x.data + in) == top) && !done;
-              store(out + in, load(out + in) + select(take, d, zero));
-              done = done || take;
-            }
+        g.prefetch_window(xs, y0, y1, x0);
+        const T* window = xs + (y0 * g.w + x0) * c;
+        V* const* acc_rows = rows + y0;
+        const std::size_t first = x0 * c;
+        on_window<KH, KW>(y1 - y0, x1 - x0, [&](auto nrows, auto ncols) {
+          each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+            using B = decltype(load(x.data));
+            // Locals, not captures: the stores below may alias whatever the closures refer to.
+            const std::size_t step = c, pitch = row;
+            const T* in = window + c0;
+            V* acc[KH];
+            for (std::size_t i = 0; i < nrows; ++i) acc[i] = acc_rows[i] + first + c0;
+            const B top = load(y.data + at + ox * c + c0), zero(0);
+            B left = load(dy.data + at + ox * c + c0);  // g where no match came yet, else 0
+            for (std::size_t i = 0; i < nrows; ++i)
+              for (std::size_t j = 0; j < ncols; ++j) {
+                const auto eq = load(in + i * pitch + j * step) == top;
+                store(acc[i] + j * step, load(acc[i] + j * step) + select(eq, left, zero));
+                left = select(eq, zero, left);
+              }
+          });
         });
       }
     });
@@ -164,7 +224,7 @@ template <class T, class SX> struct avg_pool_grad_kernel {
   pool_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& dy) const {
     using V = compute_t<T>;
-    each_output_row_zeroing(g, out, [&](std::size_t n, std::size_t oy) {
+    each_output_row_accumulating(g, out, [&](std::size_t n, std::size_t oy, V* const* rows) {
       for (std::size_t ox = 0; ox < g.ow; ++ox) {
         std::size_t y0, y1, x0, x1;
         g.window(oy, ox, y0, y1, x0, x1);
@@ -172,8 +232,8 @@ template <class T, class SX> struct avg_pool_grad_kernel {
         const V scale = V(1) / V((y1 - y0) * (x1 - x0));
         for (std::size_t yy = y0; yy < y1; ++yy)
           for (std::size_t xx = x0; xx < x1; ++xx) {
-            T* o = out + ((n * g.h + yy) * g.w + xx) * g.c;
-            for (std::size_t c = 0; c < g.c; ++c) o[c] = T(V(o[c]) + V(d[c]) * scale);
+            V* o = rows[yy] + xx * g.c;
+            for (std::size_t c = 0; c < g.c; ++c) o[c] += V(d[c]) * scale;
           }
       }
     });
