@@ -40,6 +40,8 @@ template <class T, class SA, class SB, bool TA, bool TB> struct matmul_kernel {
   using value_type = T;
   using shape_type = shape_of<out_extents>;
   static constexpr bool strided_operands = true;
+  // Products of small static sizes run with their sizes as constants (inference shapes).
+  static constexpr bool small_static = M != dyn && KA != dyn && N != dyn && M <= 16 && N <= 4 * backend::cpu::lanes<T> && KA <= 256;
   dims_t<std::size_t(R)> out_dims{};
 
   void run(T* out, const expr::strided_view<T, std::size_t(RA)>& a, const expr::strided_view<T, std::size_t(RB)>& b) const {
@@ -60,6 +62,12 @@ template <class T, class SA, class SB, bool TA, bool TB> struct matmul_kernel {
         if (ib >= 0 && b.dims[std::size_t(ib)] != 1) ob += std::ptrdiff_t(idx) * b.strides[std::size_t(ib)];
       }
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        if constexpr (small_static) {
+          if (csa == 1 && rsa == std::ptrdiff_t(KA) && csb == 1 && rsb == std::ptrdiff_t(N)) {
+            backend::cpu::gemm::small_static<T, M, KA, N>(a.data + oa, b.data + ob, out + bi * m * n);
+            continue;
+          }
+        }
         backend::cpu::gemm::gemm(m, n, k, a.data + oa, rsa, csa, b.data + ob, rsb, csb, out + bi * m * n, std::ptrdiff_t(n));
       } else {
         for (std::size_t i = 0; i < m; ++i)

@@ -125,6 +125,37 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
   check(513, 67, 400);
 }
 
+namespace {
+/// A static product (the unrolled small kernel where its operands are contiguous) and its
+/// transpose_b form (the general path) against the loop definition, at every element.
+template <class T, std::size_t M, std::size_t K, std::size_t N> void check_static_product() {
+  const auto a = random_normal<T, Shape<M, K>>(3, 0, 1);
+  const auto b = random_normal<T, Shape<K, N>>(4, 0, 1);
+  const Tensor<T, Shape<M, N>> c = matmul(a, b);
+  const Tensor<T, Shape<N, K>> bt = transpose(b);
+  const Tensor<T, Shape<M, N>> c2 = matmul(a, bt, transpose_b);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (std::size_t p = 0; p < K; ++p) s += double(a(i, p)) * double(b(p, j));
+      bad += c(i, j) != Approx(s).margin(1e-4);
+      bad += c2(i, j) != Approx(s).margin(1e-4);
+    }
+  CHECK(bad == 0);
+}
+}  // namespace
+
+TEST_CASE("small static products (unrolled, sizes as constants) equal their loop definition") {
+  check_static_product<float, 8, 128, 10>();   // k split three ways with two steps left over
+  check_static_product<float, 16, 16, 16>();   // 16 rows in one tile
+  check_static_product<float, 13, 7, 10>();    // a partial vector, rows short of a tile
+  check_static_product<float, 16, 9, 40>();    // three vectors across: tiles of 5 rows and a remainder
+  check_static_product<float, 3, 256, 64>();   // four vectors across
+  check_static_product<float, 1, 5, 1>();
+  check_static_product<double, 9, 11, 20>();   // double: 8 lanes
+}
+
 TEST_CASE("batched matmul broadcasts batch extents") {
   auto a = random_normal<double, Shape<3, 4, 5>>(1);
   auto b = random_normal<double, Shape<5, 2>>(2);

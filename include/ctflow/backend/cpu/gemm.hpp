@@ -7,6 +7,7 @@
 // the thread count, so results are bitwise reproducible.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <utility>
 
@@ -182,6 +183,8 @@ void small_rows(std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, st
                 std::ptrdiff_t rsb, T* c, std::ptrdiff_t ldc, bool accumulate) {
   constexpr std::size_t L = lanes<T>;
   std::size_t j = 0;
+  if constexpr (RR == 1)  // a row vector times B: 8 vectors across, so that B streams in one pass
+    for (; j + 8 * L <= n; j += 8 * L) small_tile<T, 1, 8>(k, a, rsa, csa, b + j, rsb, c + j, ldc, 8 * L, accumulate);
   for (; j + 4 * L <= n; j += 4 * L) small_tile<T, RR, 4>(k, a, rsa, csa, b + j, rsb, c + j, ldc, 4 * L, accumulate);
   if (j == n) return;
   const std::size_t rest = n - j, vecs = (rest + L - 1) / L;
@@ -205,6 +208,74 @@ void small(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff
     case 1: small_rows<T, 1>(n, k, a + std::ptrdiff_t(i) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i) * ldc, ldc, accumulate); break;
     default: break;
   }
+}
+
+/// R rows of C = A * B for compile-time sizes, A and B contiguous and row-major: the small
+/// tiles' scheme with every trip count and offset a constant, in plain loops the compiler unrolls
+/// into registers.
+template <class T, std::size_t R, std::size_t K, std::size_t N> inline void static_tile(const T* a, const T* b, T* c) {
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>, NV = (N + L - 1) / L, tail = N - (NV - 1) * L;
+  constexpr std::size_t S = std::clamp<std::size_t>(24 / (R * NV), 1, 4), KS = K / S * S;
+  V acc[S][R][NV];
+#pragma GCC unroll 4
+  for (std::size_t s = 0; s < S; ++s)
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (std::size_t v = 0; v < NV; ++v) acc[s][r][v] = V(T(0));
+  // Row p of B. Its last vector is read whole (lanes past N are the next row's, never stored)
+  // where that stays inside B, else partially.
+  constexpr std::size_t whole_rows = tail == L ? K : K * N >= NV * L ? (K * N - NV * L) / N + 1 : 0;
+  const auto row = [b](std::size_t p) {
+    std::array<V, NV> bv;
+    const T* q = b + p * N;
+#pragma GCC unroll 8
+    for (std::size_t v = 0; v < NV; ++v) bv[v] = v + 1 < NV || p < whole_rows ? V::load_unaligned(q + v * L) : load_partial(q + v * L, tail);
+    return bv;
+  };
+  for (std::size_t p = 0; p < KS; p += S)
+#pragma GCC unroll 4
+    for (std::size_t s = 0; s < S; ++s) {
+      const std::array<V, NV> bv = row(p + s);
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (std::size_t v = 0; v < NV; ++v) acc[s][r][v] = xsimd::fma(V(a[r * K + p + s]), bv[v], acc[s][r][v]);
+    }
+#pragma GCC unroll 4
+  for (std::size_t p = KS; p < K; ++p) {
+    const std::array<V, NV> bv = row(p);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (std::size_t v = 0; v < NV; ++v) acc[0][r][v] = xsimd::fma(V(a[r * K + p]), bv[v], acc[0][r][v]);
+  }
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (std::size_t v = 0; v < NV; ++v) {
+      V sum = acc[0][r][v];
+#pragma GCC unroll 4
+      for (std::size_t s = 1; s < S; ++s) sum += acc[s][r][v];
+      if (v + 1 < NV || tail == L) sum.store_unaligned(c + r * N + v * L);
+      else store_partial(c + r * N + v * L, sum, tail);
+    }
+}
+
+/// Rows per static tile: about 16 accumulators (the rest of the 32 registers hold B's row).
+template <class T> constexpr std::size_t static_rows(std::size_t n) {
+  const std::size_t nv = (n + lanes<T> - 1) / lanes<T>;
+  return std::max<std::size_t>(1, std::min<std::size_t>(16, 16 / nv));
+}
+
+/// C[M x N] = A[M x K] * B[K x N] for compile-time sizes with A and B contiguous and row-major,
+/// N at most 4 vectors: for the small static products of inference, where a general call's loops
+/// and index arithmetic would dominate.
+template <class T, std::size_t M, std::size_t K, std::size_t N> void small_static(const T* a, const T* b, T* c) {
+  constexpr std::size_t R = std::min(M, static_rows<T>(N)), full = M / R * R;
+  for (std::size_t i = 0; i < full; i += R) static_tile<T, R, K, N>(a + i * K, b, c + i * N);
+  if constexpr (full < M) static_tile<T, M - full, K, N>(a + full * K, b, c + full * N);
 }
 
 /// C[m x n] (+)= A[m x k] * B[k x n]; element (i, j) of A is a[i * rsa + j * csa], likewise B;
