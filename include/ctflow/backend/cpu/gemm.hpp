@@ -71,11 +71,50 @@ template <class T> [[gnu::flatten]] inline void micro_kernel(std::size_t kc, con
     }
 }
 
+#if defined(__AVX512F__)
+/// 16 columns of 12 float rows (row stride rs) into 16 groups of 12: out[p * 12 + i] = a[i * rs + p].
+/// A 16 x 16 transpose in registers (rows 12 to 15 zero) instead of 192 scalar copies.
+inline void transpose_12x16(const float* a, std::ptrdiff_t rs, float* out) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 12; ++i) r[i] = _mm512_loadu_ps(a + i * rs);
+  for (int i = 12; i < 16; ++i) r[i] = _mm512_setzero_ps();
+  for (int i = 0; i < 8; ++i) {  // pairs of rows, interleaved within 128-bit lanes
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // r[4i + j], lane l: column 4l + j of rows 4i .. 4i + 3
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {  // then 128-bit lanes across the groups of rows
+    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    t[j + 4] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    t[j + 8] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    t[j + 12] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+  }
+  constexpr __mmask16 twelve = 0x0FFF;
+  for (int j = 0; j < 4; ++j) {
+    _mm512_mask_storeu_ps(out + j * 12, twelve, _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88));
+    _mm512_mask_storeu_ps(out + (8 + j) * 12, twelve, _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD));
+    _mm512_mask_storeu_ps(out + (4 + j) * 12, twelve, _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0x88));
+    _mm512_mask_storeu_ps(out + (12 + j) * 12, twelve, _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0xDD));
+  }
+}
+#endif
+
 template <class T> void pack_a(std::size_t mc, std::size_t kc, const T* a, std::ptrdiff_t rs, std::ptrdiff_t cs, T* out) {
   constexpr std::size_t MR = blocking<T>::MR;
   for (std::size_t i0 = 0; i0 < mc; i0 += MR) {
     const std::size_t mr = std::min(MR, mc - i0);
-    for (std::size_t p = 0; p < kc; ++p) {
+    std::size_t p = 0;
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float> && MR == 12 && lanes<T> == 16)
+      if (cs == 1 && mr == MR)  // row-major A: 16 columns at a time
+        for (; p + 16 <= kc; p += 16, out += 16 * MR) transpose_12x16(a + std::ptrdiff_t(i0) * rs + std::ptrdiff_t(p), rs, out);
+#endif
+    for (; p < kc; ++p) {
       const T* src = a + std::ptrdiff_t(i0) * rs + std::ptrdiff_t(p) * cs;
       std::size_t i = 0;
       for (; i < mr; ++i) out[i] = src[std::ptrdiff_t(i) * rs];
@@ -89,6 +128,13 @@ template <class T> void pack_b(std::size_t kc, std::size_t nc, const T* b, std::
   constexpr std::size_t NR = blocking<T>::NR;
   for (std::size_t j0 = 0; j0 < nc; j0 += NR) {
     const std::size_t nr = std::min(NR, nc - j0);
+    if (cs == 1 && nr == NR) {  // row-major B, a whole micro-panel: vector copies
+      for (std::size_t p = 0; p < kc; ++p, out += NR)
+        unroll(std::make_index_sequence<blocking<T>::NV>{}, [&](auto v) {
+          batch<T>::load_unaligned(b + std::ptrdiff_t(p) * rs + std::ptrdiff_t(j0 + v * lanes<T>)).store_aligned(out + v * lanes<T>);
+        });
+      continue;
+    }
     for (std::size_t p = 0; p < kc; ++p) {
       const T* src = b + std::ptrdiff_t(p) * rs + std::ptrdiff_t(j0) * cs;
       std::size_t j = 0;
