@@ -2,9 +2,11 @@
 // GEMM on the CPU: C = A * B (or C += A * B) for float and double, any row/column strides of A
 // and B (transposes are free). Large products follow the BLIS/GotoBLAS scheme with an MR x NR
 // register-blocked xsimd micro-kernel: A is packed into MR x KC micro-panels, each of which stays
-// in L1 while it meets every KC x NR micro-panel of a KC x NC block of packed B held in L2. Small products (inference shapes) skip packing and stream
-// B rows straight through registers. Every element of C sums over k in the same order whatever
-// the thread count, so results are bitwise reproducible.
+// in L1 while it meets every KC x NR micro-panel of a KC x NC block of packed B held in L2.
+// Small products (inference shapes), and those whose narrow B stays in L2, skip packing and
+// stream B rows straight through registers; small static products run fully unrolled
+// (small_static). Every element of C sums over k in the same order whatever the thread count,
+// so results are bitwise reproducible.
 
 #include <algorithm>
 #include <array>
@@ -16,6 +18,9 @@
 #include "thread_pool.hpp"
 
 namespace ctflow::backend::cpu::gemm {
+
+/// Per-core L2 (Zen 4 / Zen 5 and recent server cores).
+inline constexpr std::size_t l2_bytes = std::size_t(1) << 20;
 
 template <class T> struct blocking {
   static constexpr std::size_t L = lanes<T>;
@@ -336,14 +341,23 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_
     return;
   }
   const double work = double(m) * double(n) * double(k);
-  if (csb == 1 && (m <= 8 || work <= 64.0 * 64 * 64)) {
-    small(m, n, k, a, rsa, csa, b, rsb, c, ldc, accumulate);
+  const std::size_t threads = work < 2.0e6 ? 1 : std::size_t(pool().size());
+  // Unpacked: products too small to pay for packing, and those whose B, at most 256 columns
+  // wide, stays in L2 while it streams past each group of rows of A (the convolutions' im2col
+  // products). Threads take rows in multiples of 8, so that every row is computed by the same
+  // tile as on one thread.
+  const bool b_in_l2 = n <= 256 && double(k) * double(n) * double(sizeof(T)) <= 0.875 * double(l2_bytes);
+  if (csb == 1 && (m <= 8 || work <= 64.0 * 64 * 64 || b_in_l2)) {
+    if (threads == 1) small(m, n, k, a, rsa, csa, b, rsb, c, ldc, accumulate);
+    else
+      parallel_for(m, 8, 8, [&](std::size_t i0, std::size_t i1) {
+        small(i1 - i0, n, k, a + std::ptrdiff_t(i0) * rsa, rsa, csa, b, rsb, c + std::ptrdiff_t(i0) * ldc, ldc, accumulate);
+      });
     return;
   }
   // Fixed partitioning: split the wider of M and N into equal parts, one per thread; M when they
   // are equal (each thread then packs its own rows of A for each block of B, not all of A).
   using BL = blocking<T>;
-  const std::size_t threads = work < 2.0e6 ? 1 : std::size_t(pool().size());
   if (n > m) {
     const std::size_t per = (n / BL::NR + threads - 1) / threads * BL::NR;
     parallel_for(threads, 1, 1, [&](std::size_t tb, std::size_t te) {
