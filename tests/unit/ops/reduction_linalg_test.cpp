@@ -184,6 +184,17 @@ TEST_CASE("matmul fuses into element-wise expressions and results do not depend 
   Tensor<float, Shape<64, 256>> h2 = relu(matmul(x, w) + bias);
   REQUIRE(std::equal(h1.begin(), h1.end(), h2.begin()));
   for (float v : h1) REQUIRE(v >= 0.f);
+  // A narrow B in L2, rows not a multiple of 8: threads split rows where one thread's tiles do.
+  auto x2 = random_normal<float, Shape<1001, 200>>(6);
+  auto w2 = random_normal<float, Shape<200, 12>>(7);
+  config::set_num_threads(1);
+  Tensor<float, Shape<1001, 12>> p1 = matmul(x2, w2);
+  config::set_num_threads(2);
+  Tensor<float, Shape<1001, 12>> p2 = matmul(x2, w2);
+  REQUIRE(std::equal(p1.begin(), p1.end(), p2.begin()));
+  double s = 0;
+  for (std::size_t p = 0; p < 200; ++p) s += double(x2(1000, p)) * double(w2(p, 11));
+  REQUIRE(p1(1000, 11) == Approx(s).margin(1e-3));
 }
 
 TEST_CASE("tensordot contracts trailing axes of a with leading axes of b") {
