@@ -32,6 +32,16 @@ struct geometry {
   std::size_t n, h, w, c, kh, kw, o, sh, sw, dh, dw, oh, ow, pt, pl;
   std::size_t rows() const { return n * oh * ow; }  // patch matrix rows: one per output pixel
   std::size_t depth() const { return kh * kw * c; }  // its columns: one per filter tap and channel
+  /// Whether the window of output pixel (n, oy, ox) lies inside the image with unit width
+  /// dilation: each of its kh rows is then kw * c contiguous elements, the first at `at`, the
+  /// next ones dh image rows apart.
+  bool contiguous_window(std::size_t n_, std::size_t oy, std::size_t ox, std::size_t& at) const {
+    const std::ptrdiff_t y0 = std::ptrdiff_t(oy * sh) - std::ptrdiff_t(pt), x0 = std::ptrdiff_t(ox * sw) - std::ptrdiff_t(pl);
+    if (dw != 1 || y0 < 0 || x0 < 0 || y0 + std::ptrdiff_t((kh - 1) * dh) >= std::ptrdiff_t(h) || x0 + std::ptrdiff_t(kw) > std::ptrdiff_t(w))
+      return false;
+    at = ((n_ * h + std::size_t(y0)) * w + std::size_t(x0)) * c;
+    return true;
+  }
 };
 
 /// Rows [r0, r1) of the patch matrix of x: row (n, oy, ox) holds the taps (ky, kx, c) of its
@@ -41,13 +51,10 @@ template <class T> void im2col(const geometry& g, const T* x, std::size_t r0, st
   for (std::size_t r = r0; r < r1; ++r) {
     const std::size_t n = r / (g.oh * g.ow), oy = r / g.ow % g.oh, ox = r % g.ow;
     T* row = out + (r - r0) * depth;
-    const std::ptrdiff_t y0 = std::ptrdiff_t(oy * g.sh) - std::ptrdiff_t(g.pt), x0 = std::ptrdiff_t(ox * g.sw) - std::ptrdiff_t(g.pl);
-    if (g.dw == 1 && y0 >= 0 && x0 >= 0 && y0 + std::ptrdiff_t((g.kh - 1) * g.dh) < std::ptrdiff_t(g.h) &&
-        x0 + std::ptrdiff_t(g.kw) <= std::ptrdiff_t(g.w)) {
-      // The window lies inside the image: each of its rows is kw * c contiguous elements.
+    if (std::size_t at; g.contiguous_window(n, oy, ox, at)) {
       const std::size_t run = g.kw * g.c;
       for (std::size_t ky = 0; ky < g.kh; ++ky) {
-        const T* src = x + ((n * g.h + std::size_t(y0) + ky * g.dh) * g.w + std::size_t(x0)) * g.c;
+        const T* src = x + at + ky * g.dh * g.w * g.c;
         T* dst = row + ky * run;
         for (std::size_t i = 0; i < run; ++i) dst[i] = src[i];
       }
@@ -90,12 +97,22 @@ template <class F> void each_tap(const geometry& g, std::size_t p, F&& f) {
 template <class T> void col2im(const geometry& g, const T* cols, T* dx) {
   const std::size_t depth = g.depth(), per_image = g.oh * g.ow;
   parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t p = b * per_image; p < e * per_image; ++p)
+    for (std::size_t p = b * per_image; p < e * per_image; ++p) {
+      if (std::size_t at; g.contiguous_window(p / per_image, p / g.ow % g.oh, p % g.ow, at)) {
+        const std::size_t run = g.kw * g.c;
+        for (std::size_t ky = 0; ky < g.kh; ++ky) {
+          T* dst = dx + at + ky * g.dh * g.w * g.c;
+          const T* src = cols + p * depth + ky * run;
+          for (std::size_t i = 0; i < run; ++i) dst[i] += src[i];
+        }
+        continue;
+      }
       each_tap(g, p, [&](std::size_t tap, std::size_t pixel) {
         T* dst = dx + pixel * g.c;
         const T* src = cols + p * depth + tap * g.c;
         for (std::size_t c = 0; c < g.c; ++c) dst[c] += src[c];
       });
+    }
   });
 }
 

@@ -342,11 +342,12 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_
   }
   const double work = double(m) * double(n) * double(k);
   const std::size_t threads = work < 2.0e6 ? 1 : std::size_t(pool().size());
-  // Unpacked: products too small to pay for packing, and those whose B, at most 256 columns
-  // wide, stays in L2 while it streams past each group of rows of A (the convolutions' im2col
-  // products). Threads take rows in multiples of 8, so that every row is computed by the same
-  // tile as on one thread.
-  const bool b_in_l2 = n <= 256 && double(k) * double(n) * double(sizeof(T)) <= 0.875 * double(l2_bytes);
+  // Unpacked: products too small to pay for packing, and those whose B stays in L2 while it
+  // streams past each group of rows of A, where B is narrow enough (up to 320 columns, which
+  // covers the im2col products of 3x3 convolutions over 32 channels) for that to beat packing.
+  // Threads take rows in multiples of 8, so that every row is computed by the same tile as on
+  // one thread.
+  const bool b_in_l2 = n <= 320 && double(k) * double(n) * double(sizeof(T)) <= 0.875 * double(l2_bytes);
   if (csb == 1 && (m <= 8 || work <= 64.0 * 64 * 64 || b_in_l2)) {
     if (threads == 1) small(m, n, k, a, rsa, csa, b, rsb, c, ldc, accumulate);
     else
