@@ -73,19 +73,20 @@ inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_ent
 template <class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t<T> shift) {
   using V = compute_t<T>;
   namespace cpu = backend::cpu;
-  V s = 0;
-  std::size_t i = 0;
   if constexpr (cpu::simd_type_v<T>) {
     constexpr std::size_t W = cpu::lanes<T>;
     const auto bm = cpu::batch<T>(shift);
     auto bs = cpu::batch<T>(T(0));
+    std::size_t i = 0;
     for (; i + W <= n; i += W) bs += cpu::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
     // The tail in one vector: its missing lanes are -inf, whose exp is 0.
     if (i < n) bs += cpu::exp(cpu::load_partial(x + i, n - i, -std::numeric_limits<T>::infinity()) - bm);
     return xsimd::hadd(bs);
+  } else {
+    V s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += std::exp(V(x[i]) - shift);
+    return s;
   }
-  for (; i < n; ++i) s += std::exp(V(x[i]) - shift);
-  return s;
 }
 
 /// log(sum(exp(x))) - x[label] of n values. One pass where exp(x - x[label]) sums without
@@ -154,16 +155,16 @@ template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
         T* o = out + r * n;
         const std::size_t label = std::size_t(labels.data[r]);
         const V at = V(x[label]), y = V(loss.data[r]), gr = V(g.data[r]);
-        std::size_t i = 0;
         if constexpr (cpu::simd_type_v<T>) {
           constexpr std::size_t W = cpu::lanes<T>;
           using B = cpu::batch<T>;
           const B bat(at), by(y), bg(gr);
+          std::size_t i = 0;
           for (; i + W <= n; i += W) (cpu::exp((B::load_unaligned(x + i) - bat) - by) * bg).store_unaligned(o + i);
           if (i < n) cpu::store_partial(o + i, cpu::exp((cpu::load_partial(x + i, n - i) - bat) - by) * bg, n - i);
-          i = n;
+        } else {
+          for (std::size_t i = 0; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
         }
-        for (; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
         o[label] = T(V(o[label]) - gr);
       }
     });

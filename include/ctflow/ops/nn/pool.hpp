@@ -145,12 +145,13 @@ template <class T, class F> void each_output_row_accumulating(const pool_geometr
   cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
     ctflow::detail::buffer<V> ring(in_place ? 0 : g.kh * row, false);
     std::vector<V*> rows(g.h);
+    if (!in_place)
+      for (std::size_t y = 0; y < g.h; ++y) rows[y] = ring.data() + (y % g.kh) * row;
     for (std::size_t n = b; n < e; ++n) {
       T* image = out + n * g.h * row;
-      for (std::size_t y = 0; y < g.h; ++y) {
-        if constexpr (std::is_same_v<T, V>) rows[y] = in_place ? image + y * row : ring.data() + (y % g.kh) * row;
-        else rows[y] = ring.data() + (y % g.kh) * row;
-      }
+      if constexpr (std::is_same_v<T, V>)
+        if (in_place)
+          for (std::size_t y = 0; y < g.h; ++y) rows[y] = image + y * row;
       std::size_t written = 0, started = 0;  // rows [written, started) are being accumulated
       const auto write_to = [&](std::size_t y) {
         for (; written < y; ++written) {
