@@ -96,7 +96,8 @@ template <class Dims> std::string format_dims(const Dims& d) {
   std::string s = "[";
   bool first = true;
   for (const auto e : d) {
-    s += (first ? "" : ",") + (std::size_t(e) == dyn ? std::string("?") : std::to_string(e));
+    if (!first) s += ',';
+    s += std::size_t(e) == dyn ? std::string("?") : std::to_string(e);
     first = false;
   }
   return s + "]";

@@ -105,8 +105,15 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
     Tensor<float, Shape<dyn, dyn>> at = transpose(a), bt = transpose(b);
     Tensor<float, Shape<dyn, dyn>> c2 = matmul(at, bt, transpose_a, transpose_b);
     Tensor<float, Shape<dyn, dyn>> c3 = matmul(a, bt, transpose_b);
-    for (std::size_t i = 0; i < m; i += 1 + m / 7)
-      for (std::size_t j = 0; j < n; j += 1 + n / 7) {
+    // Every (1 + size / 7)-th row and column, and the last ones, where the blocks' remainders are.
+    const auto samples = [](std::size_t size) {
+      std::vector<std::size_t> at;
+      for (std::size_t i = 0; i < size; i += 1 + size / 7) at.push_back(i);
+      if (at.back() != size - 1) at.push_back(size - 1);
+      return at;
+    };
+    for (std::size_t i : samples(m))
+      for (std::size_t j : samples(n)) {
         double s = 0;
         for (std::size_t p = 0; p < k; ++p) s += double(a(i, p)) * double(b(p, j));
         REQUIRE(c(i, j) == Approx(s).margin(1e-3));
@@ -123,6 +130,8 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
   check(37, 45, 53);
   check(200, 333, 129);
   check(513, 67, 400);
+  check(1601, 801, 300);  // packed: several blocks of rows, two of columns and of k; partial micro-tiles
+  check(4100, 330, 20);  // packed, with more rows than A's kept packing holds
 }
 
 namespace {

@@ -46,6 +46,9 @@ template <class T> [[gnu::flatten]] inline void micro_kernel(std::size_t kc, con
   V acc[B::MR][B::NV];
   unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
     unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { acc[i][v] = V(T(0)); });
+    // The tile of C is read (or written) only after kc steps: fetch its rows now.
+    __builtin_prefetch(c + std::ptrdiff_t(i) * ldc, 1, 3);
+    __builtin_prefetch(c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(B::NR) - 1, 1, 3);
   });
   for (std::size_t p = 0; p < kc; ++p) {
     V bv[B::NV];
@@ -66,19 +69,25 @@ template <class T> [[gnu::flatten]] inline void micro_kernel(std::size_t kc, con
     });
     return;
   }
-  for (std::size_t i = 0; i < mr; ++i)
-    for (std::size_t v = 0; v * B::L < nr; ++v) {
-      T* p = c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(v * B::L);
-      const std::size_t n = std::min(B::L, nr - v * B::L);
-      V r = acc[i][v];
-      if (n == B::L) (accumulate ? r + V::load_unaligned(p) : r).store_unaligned(p);
-      else store_partial(p, accumulate ? r + load_partial(p, n) : r, n);
-    }
+  // A partial tile goes through a buffer, so that acc is only ever indexed by constants and stays
+  // in registers.
+  alignas(64) T tile[B::MR * B::NR];
+  unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
+    unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { acc[i][v].store_aligned(tile + i * B::NR + v * B::L); });
+  });
+  for (std::size_t i = 0; i < mr; ++i) {
+    T* p = c + std::ptrdiff_t(i) * ldc;
+    const T* t = tile + i * B::NR;
+    for (std::size_t j = 0; j < nr; ++j) p[j] = accumulate ? p[j] + t[j] : t[j];
+  }
 }
 
 #if defined(__AVX512F__)
 /// 16 columns of 12 float rows (row stride rs) into 16 groups of 12: out[p * 12 + i] = a[i * rs + p].
 /// A 16 x 16 transpose in registers (rows 12 to 15 zero) instead of 192 scalar copies.
+// GCC 12 warns of the _mm512_undefined_ps() inside its own unpack and shuffle intrinsics.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 inline void transpose_12x16(const float* a, std::ptrdiff_t rs, float* out) {
   __m512 r[16], t[16];
   for (int i = 0; i < 12; ++i) r[i] = _mm512_loadu_ps(a + i * rs);
@@ -107,6 +116,7 @@ inline void transpose_12x16(const float* a, std::ptrdiff_t rs, float* out) {
     _mm512_mask_storeu_ps(out + (12 + j) * 12, twelve, _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0xDD));
   }
 }
+#pragma GCC diagnostic pop
 #endif
 
 template <class T> void pack_a(std::size_t mc, std::size_t kc, const T* a, std::ptrdiff_t rs, std::ptrdiff_t cs, T* out) {
@@ -153,8 +163,17 @@ template <class T> void pack_b(std::size_t kc, std::size_t nc, const T* b, std::
 
 /// Per-thread packing memory, kept between calls: a warm GEMM allocates nothing.
 template <class T> struct pack_buffers {
-  detail::buffer<T> a{blocking<T>::MC * blocking<T>::KC, false};
+  /// Up to this many rows, all of A's packed rows for one block of k are kept, so that A is
+  /// packed once per block of k rather than once per block of columns as well.
+  static constexpr std::size_t kept_rows = 4096;
+  detail::buffer<T> a;
   detail::buffer<T> b{(blocking<T>::NC + blocking<T>::NR) * blocking<T>::KC, false};
+  /// Room for `rows` packed rows (rounded up to whole micro-panels) of one block of k.
+  T* a_rows(std::size_t rows) {
+    const std::size_t need = (rows + blocking<T>::MR - 1) / blocking<T>::MR * blocking<T>::MR * blocking<T>::KC;
+    if (a.size() < need) a = detail::buffer<T>(need, false);
+    return a.data();
+  }
   static pack_buffers& local() {
     thread_local pack_buffers bufs;
     return bufs;
@@ -166,20 +185,22 @@ void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdif
             std::ptrdiff_t rsb, std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, bool accumulate) {
   using BL = blocking<T>;
   auto& bufs = pack_buffers<T>::local();
-  for (std::size_t jc = 0; jc < n; jc += BL::NC) {
-    const std::size_t nc = std::min(BL::NC, n - jc);
-    for (std::size_t pc = 0; pc < k; pc += BL::KC) {
-      const std::size_t kc = std::min(BL::KC, k - pc);
+  const bool keep_a = m <= pack_buffers<T>::kept_rows;
+  T* const abuf = bufs.a_rows(keep_a ? m : BL::MC);
+  for (std::size_t pc = 0; pc < k; pc += BL::KC) {
+    const std::size_t kc = std::min(BL::KC, k - pc);
+    const bool acc = accumulate || pc > 0;
+    for (std::size_t jc = 0; jc < n; jc += BL::NC) {
+      const std::size_t nc = std::min(BL::NC, n - jc);
       pack_b(kc, nc, b + std::ptrdiff_t(pc) * rsb + std::ptrdiff_t(jc) * csb, rsb, csb, bufs.b.data());
-      const bool acc = accumulate || pc > 0;
       for (std::size_t ic = 0; ic < m; ic += BL::MC) {
         const std::size_t mc = std::min(BL::MC, m - ic);
-        pack_a(mc, kc, a + std::ptrdiff_t(ic) * rsa + std::ptrdiff_t(pc) * csa, rsa, csa, bufs.a.data());
+        T* const ap = keep_a ? abuf + ic * kc : abuf;
+        if (!keep_a || jc == 0) pack_a(mc, kc, a + std::ptrdiff_t(ic) * rsa + std::ptrdiff_t(pc) * csa, rsa, csa, ap);
         for (std::size_t ir = 0; ir < mc; ir += BL::MR)
           for (std::size_t jr = 0; jr < nc; jr += BL::NR)
-            micro_kernel(kc, bufs.a.data() + ir * kc, bufs.b.data() + jr * kc,
-                         c + std::ptrdiff_t(ic + ir) * ldc + std::ptrdiff_t(jc + jr), ldc, acc,
-                         std::min(BL::MR, mc - ir), std::min(BL::NR, nc - jr));
+            micro_kernel(kc, ap + ir * kc, bufs.b.data() + jr * kc, c + std::ptrdiff_t(ic + ir) * ldc + std::ptrdiff_t(jc + jr),
+                         ldc, acc, std::min(BL::MR, mc - ir), std::min(BL::NR, nc - jr));
       }
     }
   }
