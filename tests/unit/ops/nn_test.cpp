@@ -162,7 +162,8 @@ inline window at(std::size_t h, std::size_t w, std::size_t k, std::size_t s, std
 }
 
 /// Checks ctflow's max and average pooling of x ([n, h, w, c], k x k windows, stride s, SAME)
-/// and both gradients against the loops above, exactly (the same operations in the same order).
+/// and both gradients against the loops above (the averages summed in the kernel's order: each
+/// column of the window, then across the columns).
 template <std::size_t K, std::size_t S, class T, class SX> void check(const Tensor<T, SX>& x) {
   const auto d = x.dims();
   const std::size_t n = d[0], h = d[1], w = d[2], c = d[3];
@@ -191,8 +192,12 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
             for (std::size_t xx = win.x0; xx < win.x1; ++xx) {
               const std::size_t i = ((b * h + y) * w + xx) * c + ch;
               if (float(x.data()[i]) > m) { m = float(x.data()[i]); first = i; }
-              sum += float(x.data()[i]);
             }
+          for (std::size_t xx = win.x0; xx < win.x1; ++xx) {  // each column's sum, then across them
+            float column = 0;
+            for (std::size_t y = win.y0; y < win.y1; ++y) column += float(x.data()[((b * h + y) * w + xx) * c + ch]);
+            sum = xx == win.x0 ? column : sum + column;
+          }
           const float g = float(weights.data()[o]);
           bad += float(mp.data()[o]) != m;
           bad += float(ap.data()[o]) != Approx(sum / count).epsilon(1e-2);
@@ -205,6 +210,7 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
     bad += float(mg.data()[i]) != Approx(dmax[i]).epsilon(1e-2);
     bad += float(ag.data()[i]) != Approx(davg[i]).epsilon(1e-2).margin(1e-6);
   }
+  INFO("window " << K << ", stride " << S << ", input " << format_dims(d) << ", " << sizeof(T) << "-byte elements");
   CHECK(bad == 0);
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 #if defined(__AVX512F__)
@@ -69,23 +70,27 @@ inline constexpr std::size_t cache_bytes = std::size_t(32) << 20;
 inline void prefetch(const void* p, std::size_t bytes) {
   for (std::size_t i = 0; i < bytes; i += 64) __builtin_prefetch(static_cast<const char*>(p) + i);
 }
-inline constexpr std::size_t prefetch_distance = 4096;
+inline constexpr std::size_t prefetch_distance = 8192;
 
-/// dst[i] = T(src[i]) for i < n; with `stream`, float destinations are written with non-temporal
-/// stores on AVX-512 (the caller ends with stream_fence() before others read dst).
-template <class T, class V> void copy_out(T* dst, const V* src, std::size_t n, bool stream) {
+/// dst[i] = T(src[i]) and src[i] = 0 for i < n; with `stream`, float destinations are written
+/// with non-temporal stores on AVX-512 (the caller ends with stream_fence() before others read
+/// dst).
+template <class T, class V> void move_out(T* dst, V* src, std::size_t n, bool stream) {
   std::size_t i = 0;
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float> && std::is_same_v<V, float>) {
     if (stream) {
-      for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) dst[i] = src[i];
-      for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+      for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) dst[i] = std::exchange(src[i], V(0));
+      for (; i + 16 <= n; i += 16) {
+        _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+        _mm512_storeu_ps(src + i, _mm512_setzero_ps());
+      }
     }
   }
 #endif
-  for (; i < n; ++i) dst[i] = T(src[i]);
+  for (; i < n; ++i) dst[i] = T(std::exchange(src[i], V(0)));
 }
-/// dst[i] = 0 for i < n, streamed as copy_out.
+/// dst[i] = 0 for i < n, streamed as move_out.
 template <class T> void zero_out(T* dst, std::size_t n, bool stream) {
   std::size_t i = 0;
 #if defined(__AVX512F__)

@@ -27,13 +27,6 @@ struct pool_geometry {
     y1 = std::size_t(std::min<std::ptrdiff_t>(ys + std::ptrdiff_t(kh), std::ptrdiff_t(h)));
     x1 = std::size_t(std::min<std::ptrdiff_t>(xs + std::ptrdiff_t(kw), std::ptrdiff_t(w)));
   }
-  /// Prefetches, a little ahead in each of the window's rows of `image`, what the windows after it
-  /// read first; only for input too large for the cache.
-  template <class T> void prefetch_window(const T* image, std::size_t y0, std::size_t y1, std::size_t x0) const {
-    if (n * h * w * c * sizeof(T) < backend::cpu::cache_bytes) return;
-    for (std::size_t y = y0; y < y1; ++y)
-      backend::cpu::prefetch(reinterpret_cast<const char*>(image + (y * w + x0) * c) + backend::cpu::prefetch_distance, sw * c * sizeof(T));
-  }
 };
 inline pool_geometry make_pool_geometry(const dims_t<4>& x, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw, padding p) {
   const auto gh = spatial(x[1], kh, sh, 1, p, 0), gw = spatial(x[2], kw, sw, 1, p, 1);
@@ -44,7 +37,7 @@ inline pool_geometry make_pool_geometry(const dims_t<4>& x, std::size_t kh, std:
 /// (the last one loaded and stored partially) where the dtype has them, else one channel at a
 /// time in its compute type (load and store then also take compute-type pointers). `select(mask,
 /// a, b)` works on what `load` returns.
-template <class T, class F> void each_channel_vector(std::size_t c, F&& f) {
+template <class T, class F> [[gnu::always_inline]] inline void each_channel_vector(std::size_t c, F&& f) {
   namespace cpu = backend::cpu;
   if constexpr (cpu::simd_type_v<T>) {
     using B = cpu::batch<T>;
@@ -80,12 +73,11 @@ template <class B> B max_of(const B& v, const B& m) {
   }
 }
 
-/// f(rows, cols) for a window of rows x cols elements: as compile-time constants when it is the
-/// whole KH x KW window (every window but those the image's border clips), so that the loops
-/// over it unroll.
-template <std::size_t KH, std::size_t KW, class F> void on_window(std::size_t rows, std::size_t cols, F&& f) {
-  if (rows == KH && cols == KW) f(std::integral_constant<std::size_t, KH>{}, std::integral_constant<std::size_t, KW>{});
-  else f(rows, cols);
+/// f(n) for n elements of a window's side: as a compile-time constant when it is the whole side
+/// K (every window but those the image's border clips), so that the loops over it unroll.
+template <std::size_t K, class F> void on_extent(std::size_t n, F&& f) {
+  if (n == K) f(std::integral_constant<std::size_t, K>{});
+  else f(n);
 }
 
 template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max> struct pool_kernel {
@@ -95,31 +87,48 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
   using shape_type = shape_of<extents>;
   dims_t<4> out_dims{};
   pool_geometry g{};
-  /// One window at a time, one vector of channels at a time. A NaN never wins, as in TensorFlow.
+  /// One output row at a time, in two passes that read memory in order: the window's rows are
+  /// combined into one row (`across`, in cache), then each window's columns of it. A NaN never
+  /// wins, as in TensorFlow.
   void run(T* out, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
     const std::size_t row = g.w * g.c, c = g.c;
     backend::cpu::parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
+      ctflow::detail::buffer<V> across_rows(row, false);
+      V* const across = across_rows.data();
       for (std::size_t r = b; r < e; ++r) {
         const std::size_t n = r / g.oh, oy = r % g.oh;
-        const T* xs = x.data + n * g.h * row;
+        std::size_t y0, y1, x0, x1;
+        g.window(oy, 0, y0, y1, x0, x1);
+        const T* first = x.data + (n * g.h + y0) * row;
+        on_extent<KH>(y1 - y0, [&](auto rows) {
+          each_channel_vector<T>(row, [&](std::size_t i, auto load, auto store) {
+            using B = decltype(load(first));
+            const std::size_t pitch = row;  // a local: the store below may alias the captures
+            B acc(Max ? -std::numeric_limits<V>::infinity() : V(0));
+            for (std::size_t k = 0; k < rows; ++k) {
+              const B v = load(first + k * pitch + i);
+              if constexpr (Max) acc = max_of(v, acc);
+              else acc = acc + v;
+            }
+            store(across + i, acc);
+          });
+        });
         T* o = out + r * g.ow * c;
         for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
-          std::size_t y0, y1, x0, x1;
           g.window(oy, ox, y0, y1, x0, x1);
-          g.prefetch_window(xs, y0, y1, x0);
           const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
-          const T* window = xs + (y0 * g.w + x0) * c;
-          on_window<KH, KW>(y1 - y0, x1 - x0, [&](auto rows, auto cols) {
+          const V* window = across + x0 * c;
+          on_extent<KW>(x1 - x0, [&](auto cols) {
             each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
-              using B = decltype(load(x.data));
-              B acc(Max ? -std::numeric_limits<V>::infinity() : V(0));
-              for (std::size_t i = 0; i < rows; ++i)
-                for (std::size_t j = 0; j < cols; ++j) {
-                  const B v = load(window + i * row + j * c + c0);
-                  if constexpr (Max) acc = max_of(v, acc);
-                  else acc = acc + v;
-                }
+              using B = decltype(load(window));
+              const std::size_t step = c;
+              B acc = load(window + c0);
+              for (std::size_t j = 1; j < cols; ++j) {
+                const B v = load(window + j * step + c0);
+                if constexpr (Max) acc = max_of(v, acc);
+                else acc = acc + v;
+              }
               store(o + c0, Max ? acc : acc * B(scale));
             });
           });
@@ -129,45 +138,66 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
   }
 };
 
-/// Runs f(n, oy, rows) over every output row, images split among threads, for gradients that
-/// add into their input's rows: rows[y] is the accumulator of input row y of image n, zero when
-/// first touched (just before the windows that add to it, so that it is in cache), and final
-/// once no later window reaches it; rows no window touches are written zero, so `out` is
-/// written once and never read. The accumulators are out's own rows, except where `out` is
-/// too large for the cache or a 16-bit storage type: then a ring of kh rows in the compute type
-/// holds them, each copied out (streamed past the cache when large) as it becomes final.
-template <class T, class F> void each_output_row_accumulating(const pool_geometry& g, T* out, F&& f) {
+/// Runs f(n, oy, rows, scratch, flush) over every output row, images split among threads, for
+/// gradients that add into their input's rows: rows[y] is the accumulator of input row y of image
+/// n, zero when first touched, and final once no later window reaches it; rows no window touches
+/// are written zero, so `out` is written once and never read. `scratch` is the thread's own
+/// `scratch_size` elements.
+///
+/// The accumulators are out's own rows, zeroed just before the windows that add to them (so
+/// that they are in cache), except where `out` is too large for the cache or a 16-bit storage
+/// type: then a ring of kh + sh rows in the compute type holds them. Rows that became final
+/// before an output row are moved out (streamed past the cache when large, their ring rows left
+/// zero) while f works on it: f calls flush(i, parts) after the i-th of `parts` equal steps of its
+/// work, which moves the i-th part of every such row, so that writing `out` overlaps reading.
+template <class T, class F> void each_output_row_accumulating(const pool_geometry& g, T* out, std::size_t scratch_size, F&& f) {
   namespace cpu = backend::cpu;
   using V = compute_t<T>;
   const std::size_t row = g.w * g.c;
   const bool stream = g.n * g.h * row * sizeof(T) >= cpu::cache_bytes;
   const bool in_place = std::is_same_v<T, V> && !stream;
+  const std::size_t slots = g.kh + g.sh;  // the rows in use and those still to move out
   cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
-    ctflow::detail::buffer<V> ring(in_place ? 0 : g.kh * row, false);
+    ctflow::detail::buffer<V> ring(in_place ? 0 : slots * row, !in_place), scratch(scratch_size, false);
     std::vector<V*> rows(g.h);
     if (!in_place)
-      for (std::size_t y = 0; y < g.h; ++y) rows[y] = ring.data() + (y % g.kh) * row;
+      for (std::size_t y = 0; y < g.h; ++y) rows[y] = ring.data() + (y % slots) * row;
     for (std::size_t n = b; n < e; ++n) {
       T* image = out + n * g.h * row;
       if constexpr (std::is_same_v<T, V>)
         if (in_place)
           for (std::size_t y = 0; y < g.h; ++y) rows[y] = image + y * row;
-      std::size_t written = 0, started = 0;  // rows [written, started) are being accumulated
-      const auto write_to = [&](std::size_t y) {
-        for (; written < y; ++written) {
-          if (written >= started) cpu::zero_out(image + written * row, row, stream);
-          else if (!in_place) cpu::copy_out(image + written * row, rows[written], row, stream);
+      // Rows [pending, final) are final and being moved out, their elements [0, moved) already;
+      // rows [final, started) are being accumulated; rows from `started` on are untouched yet.
+      std::size_t pending = 0, final = 0, moved = 0, started = 0;
+      const auto move_to = [&](std::size_t to) {  // the final rows' elements up to `to`
+        for (std::size_t y = pending; y < final; ++y) cpu::move_out(image + y * row + moved, rows[y] + moved, to - moved, stream);
+        moved = to;
+      };
+      const auto flush = [&](std::size_t i, std::size_t parts) { move_to(row * (i + 1) / parts); };
+      // Rows before y: those accumulated become final (to move out), those untouched zero.
+      const auto final_before = [&](std::size_t y) {
+        move_to(row);
+        pending = final;
+        final = std::max(final, std::min(y, started));
+        if (in_place) pending = final;
+        moved = 0;
+        if (y > started) {  // rows no window touches: the final ones go out first, then these zero
+          move_to(row);
+          for (; started < y; ++started) cpu::zero_out(image + started * row, row, stream);
+          pending = final = started;
         }
-        started = std::max(started, written);
       };
       for (std::size_t oy = 0; oy < g.oh; ++oy) {
         const std::ptrdiff_t ys = std::ptrdiff_t(oy * g.sh) - std::ptrdiff_t(g.pt);
         const auto clip = [&](std::ptrdiff_t y) { return std::size_t(std::clamp<std::ptrdiff_t>(y, 0, std::ptrdiff_t(g.h))); };
-        write_to(clip(ys));
-        for (const std::size_t y1 = clip(ys + std::ptrdiff_t(g.kh)); started < y1; ++started) std::fill_n(rows[started], row, V(0));
-        f(n, oy, rows.data());
+        final_before(clip(ys));
+        for (const std::size_t y1 = clip(ys + std::ptrdiff_t(g.kh)); started < y1; ++started)
+          if (in_place) std::fill_n(rows[started], row, V(0));  // ring rows are zero when free
+        f(n, oy, rows.data(), scratch.data(), flush);
       }
-      write_to(g.h);
+      final_before(g.h);
+      move_to(row);
     }
     cpu::stream_fence();
   });
@@ -176,6 +206,9 @@ template <class T, class F> void each_output_row_accumulating(const pool_geometr
 /// MaxPoolGrad: each g goes to the first element of its window (row-major order, as
 /// TensorFlow's CPU kernel) equal to the window's maximum y. Branch-free per channel: g is
 /// handed to the first match and is zero after it, a one-instruction dependency per element.
+/// The windows of an output row are taken one input row at a time, in order, so that the input
+/// and its accumulator stream through the cache; `left` carries each window's unassigned g from
+/// one of its rows to the next.
 template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_grad_kernel {
   using value_type = T;
   using shape_type = SX;
@@ -183,35 +216,45 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_gra
   pool_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& y, const expr::strided_view<T, 4>& dy) const {
     using V = compute_t<T>;
-    const std::size_t row = g.w * g.c, c = g.c;
-    each_output_row_accumulating(g, out, [&](std::size_t n, std::size_t oy, V* const* rows) {
-      const T* xs = x.data + n * g.h * row;
-      const std::size_t at = (n * g.oh + oy) * g.ow * c;
-      for (std::size_t ox = 0; ox < g.ow; ++ox) {
-        std::size_t y0, y1, x0, x1;
-        g.window(oy, ox, y0, y1, x0, x1);
-        g.prefetch_window(xs, y0, y1, x0);
-        const T* window = xs + (y0 * g.w + x0) * c;
-        V* const* acc_rows = rows + y0;
-        const std::size_t first = x0 * c;
-        on_window<KH, KW>(y1 - y0, x1 - x0, [&](auto nrows, auto ncols) {
-          each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
-            using B = decltype(load(x.data));
-            // Locals, not captures: the stores below may alias whatever the closures refer to.
-            const std::size_t step = c, pitch = row;
-            const T* in = window + c0;
-            V* acc[KH];
-            for (std::size_t i = 0; i < nrows; ++i) acc[i] = acc_rows[i] + first + c0;
-            const B top = load(y.data + at + ox * c + c0), zero(0);
-            B left = load(dy.data + at + ox * c + c0);  // g where no match came yet, else 0
-            for (std::size_t i = 0; i < nrows; ++i)
-              for (std::size_t j = 0; j < ncols; ++j) {
-                const auto eq = load(in + i * pitch + j * step) == top;
-                store(acc[i] + j * step, load(acc[i] + j * step) + select(eq, left, zero));
-                left = select(eq, zero, left);
+    const std::size_t row = g.w * g.c, c = g.c, out_row = g.ow * g.c;
+    const bool ahead = g.n * g.h * row * sizeof(T) >= backend::cpu::cache_bytes;
+    each_output_row_accumulating(g, out, out_row, [&](std::size_t n, std::size_t oy, V* const* rows, V* left, auto&& flush) {
+      const std::size_t at = (n * g.oh + oy) * out_row;
+      const bool next_row = at + out_row < g.n * g.oh * out_row;
+      each_channel_vector<T>(out_row, [&](std::size_t i, auto load, auto store) { store(left + i, load(dy.data + at + i)); });
+      std::size_t y0, y1, x0, x1;
+      g.window(oy, 0, y0, y1, x0, x1);
+      for (std::size_t yy = y0; yy < y1; ++yy) {
+        const T* in = x.data + (n * g.h + yy) * row;
+        V* const acc_row = rows[yy];
+        for (std::size_t ox = 0; ox < g.ow; ++ox) {
+          std::size_t wy0, wy1;
+          g.window(oy, ox, wy0, wy1, x0, x1);
+          if (ahead) {
+            backend::cpu::prefetch(reinterpret_cast<const char*>(in + x0 * c) + backend::cpu::prefetch_distance, g.sw * c * sizeof(T));
+            if (yy == y0 && next_row)  // y and dy of the next output row, as this one goes
+              for (const T* p : {y.data, dy.data}) backend::cpu::prefetch(p + at + out_row + ox * c, c * sizeof(T));
+          }
+          on_extent<KW>(x1 - x0, [&](auto cols) {
+            each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+              using B = decltype(load(x.data));
+              // Locals, not captures: the stores below may alias whatever the closures refer to.
+              const std::size_t step = c, o = ox * c + c0;
+              const T* px = in + x0 * c + c0;
+              V* const pa = acc_row + x0 * c + c0;
+              V* const pl = left + o;
+              const B top = load(y.data + at + o), zero(0);
+              B l = load(pl);
+              for (std::size_t j = 0; j < cols; ++j) {
+                const auto eq = load(px + j * step) == top;
+                store(pa + j * step, load(pa + j * step) + select(eq, l, zero));
+                l = select(eq, zero, l);
               }
+              store(pl, l);
+            });
           });
-        });
+          if (yy == y0) flush(ox, g.ow);
+        }
       }
     });
   }
@@ -225,7 +268,7 @@ template <class T, class SX> struct avg_pool_grad_kernel {
   pool_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& dy) const {
     using V = compute_t<T>;
-    each_output_row_accumulating(g, out, [&](std::size_t n, std::size_t oy, V* const* rows) {
+    each_output_row_accumulating(g, out, 0, [&](std::size_t n, std::size_t oy, V* const* rows, V*, auto&& flush) {
       for (std::size_t ox = 0; ox < g.ow; ++ox) {
         std::size_t y0, y1, x0, x1;
         g.window(oy, ox, y0, y1, x0, x1);
@@ -236,6 +279,7 @@ template <class T, class SX> struct avg_pool_grad_kernel {
             V* o = rows[yy] + xx * g.c;
             for (std::size_t c = 0; c < g.c; ++c) o[c] += V(d[c]) * scale;
           }
+        flush(ox, g.ow);
       }
     });
   }
