@@ -2,7 +2,8 @@
 // GEMM on the CPU: C = A * B (or C += A * B) for float and double, any row/column strides of A
 // and B (transposes are free). Large products follow the BLIS/GotoBLAS scheme with an MR x NR
 // register-blocked xsimd micro-kernel: A is packed into MR x KC micro-panels, each of which stays
-// in L1 while it meets every KC x NR micro-panel of a KC x NC block of packed B held in L2.
+// in L1 while it meets every KC x NR micro-panel of a KC x NC block of packed B held in L2. Up to
+// pack_buffers::kept_rows rows, A is packed once per block of k and serves every block of columns.
 // Small products (inference shapes), and those whose narrow B stays in L2, skip packing and
 // stream B rows straight through registers; small static products run fully unrolled
 // (small_static). Every element of C sums over k in the same order whatever the thread count,
