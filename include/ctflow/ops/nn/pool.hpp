@@ -27,6 +27,8 @@ struct pool_geometry {
     y1 = std::size_t(std::min<std::ptrdiff_t>(ys + std::ptrdiff_t(kh), std::ptrdiff_t(h)));
     x1 = std::size_t(std::min<std::ptrdiff_t>(xs + std::ptrdiff_t(kw), std::ptrdiff_t(w)));
   }
+  /// Whether the input (and so its adjoint) of T elements is too large to stay in the cache.
+  template <class T> bool exceeds_cache() const { return n * h * w * c * sizeof(T) >= backend::cpu::cache_bytes; }
 };
 inline pool_geometry make_pool_geometry(const dims_t<4>& x, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw, padding p) {
   const auto gh = spatial(x[1], kh, sh, 1, p, 0), gw = spatial(x[2], kw, sw, 1, p, 1);
@@ -154,7 +156,7 @@ template <class T, class F> void each_output_row_accumulating(const pool_geometr
   namespace cpu = backend::cpu;
   using V = compute_t<T>;
   const std::size_t row = g.w * g.c;
-  const bool stream = g.n * g.h * row * sizeof(T) >= cpu::cache_bytes;
+  const bool stream = g.exceeds_cache<T>();
   const bool in_place = std::is_same_v<T, V> && !stream;
   const std::size_t slots = g.kh + g.sh;  // the rows in use and those still to move out
   cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
@@ -217,7 +219,7 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_gra
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& y, const expr::strided_view<T, 4>& dy) const {
     using V = compute_t<T>;
     const std::size_t row = g.w * g.c, c = g.c, out_row = g.ow * g.c;
-    const bool ahead = g.n * g.h * row * sizeof(T) >= backend::cpu::cache_bytes;
+    const bool ahead = g.exceeds_cache<T>();
     each_output_row_accumulating(g, out, out_row, [&](std::size_t n, std::size_t oy, V* const* rows, V* left, auto&& flush) {
       const std::size_t at = (n * g.oh + oy) * out_row;
       const bool next_row = at + out_row < g.n * g.oh * out_row;
