@@ -106,14 +106,15 @@ template <class E> constexpr std::size_t slots() {
   else return []<std::size_t... I>(std::index_sequence<I...>) { return (std::size_t(0) + ... + slots<operand_t<I, N>>()); }(std::make_index_sequence<arity_v<N>>{});
 }
 
-/// What the forward pass keeps of a boundary: where its value is (memory of its own), the node
-/// it came from (to recognise copies of it), and during the backward pass its adjoint, summed
-/// over every place that reads it before it is sent further down.
+/// What the forward pass keeps of a boundary: where its value is (memory of its own), what a
+/// saving kernel left for its gradient, the node it came from (to recognise copies of it), and
+/// during the backward pass its adjoint, summed over every place that reads it before it is sent
+/// further down.
 struct kept_value {
   const void* type = nullptr;    // one tag per node type
   const void* origin = nullptr;  // the node in the user's expression
   const void* data = nullptr;
-  ctflow::detail::buffer<std::byte> memory;
+  ctflow::detail::buffer<std::byte> memory, saved;
   std::size_t expected = 0, received = 0;
   ctflow::detail::buffer<std::byte> adjoint;
 };
@@ -135,26 +136,34 @@ template <std::size_t N> struct workspace {
     for (std::size_t i = 0; i < next; ++i) if (kept[i].data == data) return &kept[i];
     return nullptr;
   }
-  template <class T, class E> T* take(const E& origin, std::size_t n) {
+  template <class T, class E> kept_value& take(const E& origin, std::size_t n) {
     if (next == N) throw std::logic_error("ctflow::value_and_grad: forward pass needs more slots than counted");
     kept_value& k = kept[next++];
     k.memory = ctflow::detail::buffer<std::byte>(n * sizeof(T), false);
     k.type = &type_tag<E>;
     k.origin = &origin;
     k.data = k.memory.data();
-    return reinterpret_cast<T*>(k.memory.data());
+    return k;
   }
 };
 
 /// The value of n (the frozen form of `origin`): computed into kept memory, or found computed
-/// already when `origin` is a copy of a node seen before.
+/// already when `origin` is a copy of a node seen before. A saving kernel fills its by-product
+/// into kept memory too.
 template <class E, class N, class WS> Frozen<N> materialize(const E& origin, N&& n, WS& ws) {
   using T = value_t<N>;
   const auto d = n.dims();
-  if (kept_value* k = ws.find(origin)) return Frozen<N>{std::move(n), static_cast<const T*>(k->data), d};
-  T* p = ws.template take<T>(origin, product(d));
-  backend::cpu::assign(p, d, n);
-  return Frozen<N>{std::move(n), p, d};
+  if (kept_value* k = ws.find(origin)) return Frozen<N>{std::move(n), static_cast<const T*>(k->data), d, k->saved.data()};
+  kept_value& k = ws.template take<T>(origin, product(d));
+  T* p = reinterpret_cast<T*>(k.memory.data());
+  if constexpr (saves_v<N>) {
+    using U = typename N::kernel_type::saved_type;
+    k.saved = ctflow::detail::buffer<std::byte>(n.k.saved_size() * sizeof(U), false);
+    backend::cpu::evaluator<std::remove_cvref_t<N>> ev(n, p, reinterpret_cast<U*>(k.saved.data()));
+  } else {
+    backend::cpu::assign(p, d, n);
+  }
+  return Frozen<N>{std::move(n), p, d, k.saved.data()};
 }
 
 template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws);
@@ -237,7 +246,18 @@ template <std::size_t I, class N, class Ctx> bool live(const N& n, const Ctx& ct
   else return false;
 }
 
-template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, const G& g, const Y& y, Ctx& ctx) {
+/// Rule R's adjoint for operand I of n; a saving kernel's rule also reads what the forward pass
+/// left for it.
+template <class R, std::size_t I, class N, class G, class Y> auto vjp_of(const N& n, const G& g, const Y& y, const void* saved) {
+  if constexpr (saves_v<N>) {
+    if (!saved) throw std::logic_error("ctflow::value_and_grad: a saving kernel's node reached the backward pass uncomputed");
+    return R::template vjp<I>(n, g, y, static_cast<const typename N::kernel_type::saved_type*>(saved));
+  } else {
+    return R::template vjp<I>(n, g, y);
+  }
+}
+
+template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, const G& g, const Y& y, Ctx& ctx, const void* saved = nullptr) {
   using R = rule<N>;
   CTFLOW_STATIC_CHECK(R::known, ctflow::detail::fixed_string("ctflow::grad: an op of the loss has no gradient rule"));
   if constexpr (R::known) {
@@ -249,7 +269,7 @@ template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, c
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         ([&] {
           if constexpr (flows<I, N, Ctx>())
-            if (on[I]) backprop(operand<I>(n), R::template vjp<I>(n, adj, y), ctx);
+            if (on[I]) backprop(operand<I>(n), vjp_of<R, I>(n, adj, y, saved), ctx);
         }(), ...);
       }(std::make_index_sequence<A>{});
     };
@@ -274,7 +294,7 @@ template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx
   using T = std::remove_cvref_t<N>;
   if constexpr (is_frozen_v<T>) {
     kept_value* k = ctx.ws->find_data(n.p);
-    if (!k || k->expected < 2) return backprop_node(n.node, g, n.value(), ctx);
+    if (!k || k->expected < 2) return backprop_node(n.node, g, n.value(), ctx, n.saved);
     using V = value_t<T>;
     const auto d = n.dims();
     if (k->received == 0) {
@@ -285,7 +305,7 @@ template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx
       sum = sum + g;
     }
     if (++k->received == k->expected)
-      backprop_node(n.node, TensorView<const V, shape_t<T>>(reinterpret_cast<const V*>(k->adjoint.data()), d), n.value(), ctx);
+      backprop_node(n.node, TensorView<const V, shape_t<T>>(reinterpret_cast<const V*>(k->adjoint.data()), d), n.value(), ctx, n.saved);
   } else if constexpr (is_leaf_v<T>) {
     ctx.add(n, g);
   } else if constexpr (arity_v<T> > 0) {

@@ -19,7 +19,8 @@ namespace ctflow::autodiff {
 struct none_t {};
 
 /// A node N whose value sits in memory the forward pass filled (a matmul, a reduction, or an
-/// element-wise operand a boundary read). It reads as a view; its rule is N's.
+/// element-wise operand a boundary read). It reads as a view; its rule is N's. `saved` is what a
+/// saving kernel left for the gradient (expr/computed.hpp), null for every other node.
 template <class N> struct Frozen {
   using ctflow_expression = void;
   using value_type = value_t<N>;
@@ -30,6 +31,7 @@ template <class N> struct Frozen {
   N node;
   const value_type* p = nullptr;
   dims_t<std::size_t(rank)> d{};
+  const void* saved = nullptr;
   const value_type* data() const { return p; }
   const dims_t<std::size_t(rank)>& dims() const { return d; }
   std::array<std::ptrdiff_t, std::size_t(rank)> strides() const { return row_major_strides(d); }
@@ -45,6 +47,11 @@ template <class N> struct is_leaf<autodiff::Frozen<N>> : std::true_type {};
 }  // namespace ctflow
 
 namespace ctflow::autodiff {
+
+/// Is E a node whose kernel leaves a by-product for its gradient (expr/computed.hpp)?
+template <class E> struct saves : std::false_type {};
+template <class K, class... Ops> struct saves<expr::Computed<K, Ops...>> : std::bool_constant<expr::saving_kernel<K>> {};
+template <class E> inline constexpr bool saves_v = saves<std::remove_cvref_t<E>>::value;
 
 template <class E> struct is_frozen : std::false_type {};
 template <class N> struct is_frozen<Frozen<N>> : std::true_type {};

@@ -5,7 +5,9 @@
 // `rule<N>` is specialised per node family (autodiff/rules/<family>.hpp). For operand I it says
 // whether an adjoint flows there (`differentiable<I>`) and builds it: `vjp<I>(n, g, y)` takes the
 // node, the adjoint g of its result and its value y (the node itself, or a view of it once the
-// forward pass computed it), and returns an expression with the operand's shape.
+// forward pass computed it), and returns an expression with the operand's shape. The rule of a
+// saving kernel (expr/computed.hpp) has a second form, `vjp<I>(n, g, y, saved)`, which
+// value_and_grad calls with the kernel's by-product; `grad`'s expressions use the first.
 
 #include <array>
 #include <cstddef>

@@ -3,6 +3,8 @@
 // (matmul, reductions, concat, gather, ...). Its result is computed once per evaluation; when it
 // is the root of an assignment the kernel writes straight into the destination.
 
+#include <concepts>
+#include <cstddef>
 #include <tuple>
 
 #include "../core/concepts.hpp"
@@ -13,6 +15,12 @@ namespace ctflow::expr {
 /// K names `value_type`, `shape_type`, the run-time `out_dims`, and
 /// `void run(value_type* out, const strided_view<...>&... operands) const`. K may set
 /// `strided_operands = true` to take operands as they are instead of contiguous.
+///
+/// A kernel whose gradient can reuse work of its forward pass (TensorFlow's ops with a second
+/// output for their gradient: SparseSoftmaxCrossEntropyWithLogits's backprop, MaxPoolWithArgmax)
+/// also names `saved_type`, `std::size_t saved_size() const` and
+/// `void run(value_type* out, saved_type* saved, operands...) const`, which fills `saved` as
+/// well. value_and_grad's forward pass runs that one and hands `saved` to the node's rule.
 template <class K, class... Ops> struct Computed {
   using ctflow_expression = void;
   using value_type = typename K::value_type;
@@ -26,6 +34,12 @@ template <class K, class... Ops> struct Computed {
 
 template <class E> struct is_computed : std::false_type {};
 template <class K, class... Ops> struct is_computed<Computed<K, Ops...>> : std::true_type {};
+
+/// Does kernel K leave a by-product for its gradient?
+template <class K> concept saving_kernel = requires(const K& k) {
+  typename K::saved_type;
+  { k.saved_size() } -> std::convertible_to<std::size_t>;
+};
 
 template <class K, class... Ops> auto make_computed(K k, Ops&&... ops) {
   return Computed<K, Ops&&...>{std::move(k), {std::forward<Ops>(ops)...}};

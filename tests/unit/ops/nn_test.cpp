@@ -65,6 +65,30 @@ TEST_CASE("sparse softmax cross-entropy: values, any leading rank, the vectorise
   CHECK(g(0, 600) == Approx(1.0).margin(1e-6));
   CHECK(g(0, 17) == Approx(-1.0).margin(1e-6));
   CHECK(g(1, 267) == Approx(0.0).margin(1e-6));
+  // value_and_grad scales the rows its forward pass saved; grad's expression computes them from
+  // the losses. Both agree, and the saved rows also hold where the loss is infinite (TensorFlow's
+  // backprop output is softmax - one_hot whatever the loss).
+  const auto gs = eval(std::get<0>(grad(reduce_sum(nn::sparse_softmax_cross_entropy_with_logits(kf, far)), far)));
+  std::size_t differ = 0;
+  for (int r : {0, 1, 3})
+    for (int j = 0; j < 1000; ++j) differ += g(r, j) != Approx(gs(r, j)).epsilon(1e-5).margin(1e-9);
+  CHECK(differ == 0);
+  double sum2 = 0;
+  for (int j = 0; j < 1000; ++j) sum2 += g(2, j);
+  CHECK(sum2 == Approx(0.0).margin(1e-5));
+  CHECK(g(2, 517) == -1.0f);
+  CHECK(g(2, 3) == Approx(std::exp(double(far(2, 3))) / [&] {
+          double z = 0;
+          for (int j = 0; j < 1000; ++j) z += std::exp(double(far(2, j)));
+          return z;
+        }()).epsilon(1e-5));
+  // bfloat16 logits: computed in float, rounded once.
+  const Tensor<bfloat16, Shape<4, 1000>> zb = cast<bfloat16>(zf);
+  const auto gb = std::get<1>(value_and_grad(reduce_sum(nn::sparse_softmax_cross_entropy_with_logits(kf, zb)), zb));
+  const auto gbf = std::get<1>(value_and_grad(reduce_sum(nn::sparse_softmax_cross_entropy_with_logits(kf, cast<float>(zb))), zb));
+  differ = 0;
+  for (std::size_t i = 0; i < gb.size(); ++i) differ += float(gb.data()[i]) != Approx(float(gbf.data()[i])).epsilon(1e-2).margin(1e-6);
+  CHECK(differ == 0);
 
   Tensor<std::int32_t, Shape<4>> bad = kf;
   bad(2) = 1000;

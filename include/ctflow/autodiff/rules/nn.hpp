@@ -5,8 +5,9 @@
 // image and adjoint swapped. depthwise_conv2d: its two direct backward kernels. fused_batch_norm:
 // FusedBatchNormGrad, one kernel per operand. Pooling: max routes the adjoint to each window's
 // first element equal to its maximum (the forward result), average spreads it over the valid
-// elements. Sparse softmax cross-entropy: one row kernel, g * (softmax(x) - one_hot(label)) from
-// the forward losses; labels take none. (softmax, log_softmax and the other losses are
+// elements. Sparse softmax cross-entropy: under value_and_grad, the softmax(x) - one_hot(label)
+// the forward kernel saved, scaled by g; in `grad`'s expressions, one row kernel from the forward
+// losses; labels take none. (softmax, log_softmax and the other losses are
 // compositions of ops with rules of their own.)
 
 #include "../../ops/image.hpp"
@@ -37,6 +38,14 @@ struct rule<expr::Computed<nn::detail::sparse_xent_kernel<T, I, SL, SX>, L, X>> 
     nn::detail::sparse_xent_grad_kernel<T, I, SL, SX> k;
     k.out_dims = operand<1>(n).dims();
     return expr::make_computed(k, operand<0>(n), operand<1>(n), Y(y), G(g));
+  }
+
+  /// From the forward pass's saved softmax(x) - one_hot(label), each row scaled by its g.
+  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&, const T* saved) {
+    static_assert(Op == 1);
+    nn::detail::sparse_xent_saved_grad_kernel<T, SL, SX> k;
+    k.out_dims = operand<1>(n).dims();
+    return expr::make_computed(k, TensorView<const T, SX>(saved, k.out_dims), G(g));
   }
 };
 

@@ -5,6 +5,7 @@
 // results) also expose their memory as a strided_view.
 
 #include <array>
+#include <cstddef>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -233,28 +234,34 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>> {
   strided_view<T, R> v;
 
   /// Runs the kernel into dest (the destination of an assignment) or into memory of its own.
-  explicit evaluator(const expr::Computed<K, Ops...>& n, T* dest = nullptr) {
-    std::apply([&](const auto&... ops) { run(n, dest, source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops)...); }, n.ops);
+  explicit evaluator(const expr::Computed<K, Ops...>& n, T* dest = nullptr) : evaluator(n, dest, nullptr) {}
+  /// The same, filling a saving kernel's by-product too (expr/computed.hpp).
+  template <class U> evaluator(const expr::Computed<K, Ops...>& n, T* dest, U saved) {
+    std::apply([&](const auto&... ops) { run(n, dest, saved, source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops)...); }, n.ops);
   }
   auto view() const { return v; }
   auto cursor() const { return strided_cursor<T>(v); }
 
  private:
-  template <class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, const Src&... srcs) {
+  template <class U, class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, U saved, const Src&... srcs) {
     const auto d = n.dims();
     if (!dest) {
       out = detail::buffer<T>(product(d), false);
       dest = out.data();
     }
+    auto kernel = [&] {
+      if constexpr (std::is_same_v<U, std::nullptr_t>) n.k.run(dest, srcs.v...);
+      else n.k.run(dest, saved, srcs.v...);
+    };
     if (observe::profile::on()) {
       const std::int64_t begin = observe::profile::now_ns();
-      n.k.run(dest, srcs.v...);
+      kernel();
       std::string shapes;
       std::uint64_t bytes = 0;
       (observe::add_input(shapes, bytes, srcs.v.dims.data(), srcs.v.dims.size(), sizeof(*srcs.v.data)), ...);
       observe::finish(observe::label<expr::Computed<K, Ops...>>(), begin, observe::result(dest, d), shapes, bytes);
     } else {
-      n.k.run(dest, srcs.v...);
+      kernel();
     }
     v = strided_view<T, R>{dest, d, row_major_strides(d)};
   }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "../../backend/cpu/simd.hpp"
 #include "../../backend/cpu/thread_pool.hpp"
@@ -69,8 +70,8 @@ namespace detail {
 
 inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_entropy_with_logits";
 
-/// sum(exp(x - shift)) of n values.
-template <class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t<T> shift) {
+/// sum(exp(x - shift)) of n values; with Keep, e[i] = exp(x[i] - shift) as well (vector types).
+template <bool Keep, class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t<T> shift, std::type_identity_t<T>* e) {
   using V = compute_t<T>;
   namespace cpu = backend::cpu;
   if constexpr (cpu::simd_type_v<T>) {
@@ -78,11 +79,20 @@ template <class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t
     const auto bm = cpu::batch<T>(shift);
     auto bs = cpu::batch<T>(T(0));
     std::size_t i = 0;
-    for (; i + W <= n; i += W) bs += cpu::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
+    for (; i + W <= n; i += W) {
+      const auto v = cpu::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
+      if constexpr (Keep) v.store_unaligned(e + i);
+      bs += v;
+    }
     // The tail in one vector: its missing lanes are -inf, whose exp is 0.
-    if (i < n) bs += cpu::exp(cpu::load_partial(x + i, n - i, -std::numeric_limits<T>::infinity()) - bm);
+    if (i < n) {
+      const auto v = cpu::exp(cpu::load_partial(x + i, n - i, -std::numeric_limits<T>::infinity()) - bm);
+      if constexpr (Keep) cpu::store_partial(e + i, v, n - i);
+      bs += v;
+    }
     return xsimd::hadd(bs);
   } else {
+    static_assert(!Keep);
     V s = 0;
     for (std::size_t i = 0; i < n; ++i) s += std::exp(V(x[i]) - shift);
     return s;
@@ -92,19 +102,41 @@ template <class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t
 /// log(sum(exp(x))) - x[label] of n values. One pass where exp(x - x[label]) sums without
 /// overflow (the label's own term is 1, so the sum is at least 1; the loss is its log, with no
 /// cancellation); otherwise (a logit above the label's by about 88 or more) shifted by the row's
-/// maximum, the reductions' vectorised row where the dtype allows.
-template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t label) {
+/// maximum, the reductions' vectorised row where the dtype allows. Given p, it also writes
+/// p = softmax(x) - one_hot(label), the loss's gradient (TensorFlow's backprop output): for
+/// vector types from the exps of the pass kept in p, for the others from a second pass.
+template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t label, T* p = nullptr) {
   using V = compute_t<T>;
+  namespace cpu = backend::cpu;
+  constexpr bool keep = cpu::simd_type_v<T>;
+  auto exp_sum = [&](V shift) { return keep && p ? row_exp_sum<keep>(x, n, shift, p) : row_exp_sum<false>(x, n, shift, nullptr); };
   const V at = V(x[label]);
-  const V s = row_exp_sum(x, n, at);
-  if (s < std::numeric_limits<V>::infinity()) return std::log(s);
-  V m;
-  if constexpr (backend::cpu::simd_type_v<T>) m = backend::cpu::reduce::row(ops::max_op<T>{}, x, n);
-  else {
-    m = -std::numeric_limits<V>::infinity();
-    for (std::size_t i = 0; i < n; ++i) m = std::max(m, V(x[i]));
+  V shift = at, s = exp_sum(at), loss;
+  if (s < std::numeric_limits<V>::infinity()) {
+    loss = std::log(s);
+  } else {
+    if constexpr (cpu::simd_type_v<T>) shift = cpu::reduce::row(ops::max_op<T>{}, x, n);
+    else {
+      shift = -std::numeric_limits<V>::infinity();
+      for (std::size_t i = 0; i < n; ++i) shift = std::max(shift, V(x[i]));
+    }
+    s = exp_sum(shift);
+    loss = shift + std::log(s) - at;
   }
-  return m + std::log(row_exp_sum(x, n, m)) - at;
+  if (p) {
+    const V inv = V(1) / s;
+    if constexpr (keep) {
+      constexpr std::size_t W = cpu::lanes<T>;
+      const cpu::batch<T> b(inv);
+      std::size_t i = 0;
+      for (; i + W <= n; i += W) (cpu::batch<T>::load_unaligned(p + i) * b).store_unaligned(p + i);
+      for (; i < n; ++i) p[i] *= inv;
+      p[label] -= T(1);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) p[i] = T(std::exp(V(x[i]) - shift) * inv - V(i == label));
+    }
+  }
+  return loss;
 }
 
 /// Checks every label against [0, classes) before any work (the message is TensorFlow's).
@@ -115,29 +147,33 @@ template <class I> void check_labels(const I* labels, std::size_t rows, std::siz
                         " which is outside the valid range of [0, " + std::to_string(classes) + ").");
 }
 
-/// The per-example losses: log(sum(exp(x - max))) + max - x[label], one row per example.
+/// The per-example losses: log(sum(exp(x - max))) + max - x[label], one row per example. Under
+/// value_and_grad it saves softmax(x) - one_hot(label) as well (the rows are in cache as the
+/// losses are computed), so that the gradient costs no second exp per element.
 template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
   using value_type = T;
   using shape_type = SL;
+  using saved_type = T;
   static constexpr std::size_t RL = std::size_t(SL::rank), RX = std::size_t(SX::rank);
   dims_t<RL> out_dims{};
   std::size_t classes = 0;
-  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const {
+  std::size_t saved_size() const { return product(out_dims) * classes; }
+  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const { run(out, nullptr, labels, logits); }
+  void run(T* out, T* saved, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const {
     const std::size_t rows = product(out_dims), n = classes;
     check_labels(labels.data, rows, n);
     backend::cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t r = b; r < e; ++r) {
-        const T* x = logits.data + r * n;
-        out[r] = T(row_xent(x, n, std::size_t(labels.data[r])));
-      }
+      for (std::size_t r = b; r < e; ++r)
+        out[r] = T(row_xent(logits.data + r * n, n, std::size_t(labels.data[r]), saved ? saved + r * n : nullptr));
     });
   }
 };
 
-/// Its adjoint with respect to the logits: g * (softmax(x) - one_hot(label)), row by row, in one
-/// pass and one exp per element from the forward pass's losses y: softmax(x)_i = exp(x_i - lse)
-/// with lse = y + x[label], evaluated as exp((x_i - x[label]) - y) so that no rounding of lse
-/// enters (the label's own term is exactly exp(-y)).
+/// Its adjoint with respect to the logits where no saved rows exist (`grad`'s expressions):
+/// g * (softmax(x) - one_hot(label)), row by row, in one pass and one exp per element from the
+/// forward pass's losses y: softmax(x)_i = exp(x_i - lse) with lse = y + x[label], evaluated as
+/// exp((x_i - x[label]) - y) so that no rounding of lse enters (the label's own term is exactly
+/// exp(-y)).
 template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
   using value_type = T;
   using shape_type = SX;
@@ -166,6 +202,34 @@ template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
           for (std::size_t i = 0; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
         }
         o[label] = T(V(o[label]) - gr);
+      }
+    });
+  }
+};
+
+/// Its adjoint under value_and_grad, from the rows the forward pass saved:
+/// out[r, :] = g[r] * (softmax(x) - one_hot(label))[r, :].
+template <class T, class SL, class SX> struct sparse_xent_saved_grad_kernel {
+  using value_type = T;
+  using shape_type = SX;
+  static constexpr std::size_t RL = std::size_t(SL::rank), RX = std::size_t(SX::rank);
+  dims_t<RX> out_dims{};
+  void run(T* out, const expr::strided_view<T, RX>& saved, const expr::strided_view<T, RL>& g) const {
+    using V = compute_t<T>;
+    namespace cpu = backend::cpu;
+    const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
+    cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&, n](std::size_t b, std::size_t e) {
+      for (std::size_t r = b; r < e; ++r) {
+        const T* p = saved.data + r * n;
+        T* o = out + r * n;
+        const V gr = V(g.data[r]);
+        std::size_t i = 0;
+        if constexpr (cpu::simd_type_v<T>) {
+          constexpr std::size_t W = cpu::lanes<T>;
+          const cpu::batch<T> bg(gr);
+          for (; i + W <= n; i += W) (cpu::batch<T>::load_unaligned(p + i) * bg).store_unaligned(o + i);
+        }
+        for (; i < n; ++i) o[i] = T(V(p[i]) * gr);
       }
     });
   }
