@@ -7,11 +7,12 @@
 //    64 (28x28x1 -> 32, 3x3 VALID; 13x13x32 -> 64, 3x3 VALID) and a ResNet 3x3 convolution (batch
 //    32, 56x56x64 -> 64, SAME), in GFLOP/s (2 * output * kh * kw * c per pass), on 2 threads.
 //    Goals: at least 1.5x PyTorch on each; the ResNet forward at 70% of FMA peak (444 GFLOP/s).
-//  - max_pool: max_pool2d forward and MaxPoolGrad (the kernels value_and_grad runs) over the
+//  - max_pool: max_pool2d forward and its gradient, the kernels value_and_grad runs (the forward
+//    saving each window's position of its maximum, MaxPoolGradWithArgmax from those), over the
 //    Fashion-MNIST CNN's first pooling (64x26x26x32, 2x2) and a ResNet stem pooling
-//    (32x112x112x64, 3x3 stride 2 SAME), on 1 and 2 threads. Bytes counted: x read and y written
-//    forward; x, y and dy read and dx written backward (3 |x| + 3 |y|). Goal: at least 80% of
-//    triad bandwidth.
+//    (32x112x112x64, 3x3 stride 2 SAME), on 1 and 2 threads. Bytes counted, as for the kernels
+//    that find the maxima again backward (MaxPoolGrad): x read and y written forward; x, y and dy
+//    read and dx written backward (3 |x| + 3 |y|). Goal: at least 80% of triad bandwidth.
 #include <benchmark/benchmark.h>
 
 #include <ctflow/ctflow.hpp>
@@ -94,12 +95,12 @@ template <class Case> void max_pool(benchmark::State& s) {
   config::set_num_threads(int(s.range(0)));
   static Case c;
   auto node = Case::pool(c.x);
-  Tensor<float, typename Case::SY> y;
+  Tensor<float, typename Case::SY> y, positions;
   Tensor<float, typename Case::SX> dx;
-  nn::detail::max_pool_grad_kernel<float, typename Case::SX, Case::k, Case::k> grad_kernel{c.x.dims(), node.k.g};
+  nn::detail::max_pool_argmax_grad_kernel<float, typename Case::SX, Case::k, Case::k> grad_kernel{c.x.dims(), node.k.g};
   for (auto _ : s) {
-    y = Case::pool(c.x);
-    dx = expr::make_computed(grad_kernel, c.x, y, c.dy);
+    backend::cpu::evaluator<decltype(node)> forward(node, y.data(), positions.data());
+    dx = expr::make_computed(grad_kernel, c.dy, positions);
     benchmark::DoNotOptimize(dx.data());
   }
   s.counters["GB/s"] = benchmark::Counter(Case::bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);

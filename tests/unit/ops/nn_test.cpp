@@ -199,7 +199,9 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
   // Weights 1/8, 2/8, ... 32 on the outputs, so that neighbouring windows' adjoints differ.
   Tensor<T, shape_t<decltype(mp)>> weights;
   for (std::size_t i = 0; i < weights.size(); ++i) weights.data()[i] = T(float(i % 256 + 1) / 8);
+  // value_and_grad's from the positions its forward pass saved, grad's from x and y.
   const auto mg = std::get<1>(value_and_grad(reduce_sum(nn::max_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
+  const auto mgs = eval(std::get<0>(grad(reduce_sum(nn::max_pool2d<K, K, S, S, nn::SAME>(x) * weights), x)));
   const auto ag = std::get<1>(value_and_grad(reduce_sum(nn::avg_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
   std::vector<float> dmax(x.size(), 0.0f), davg(x.size(), 0.0f);
   std::size_t bad = 0;
@@ -232,6 +234,7 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
       }
   for (std::size_t i = 0; i < x.size(); ++i) {
     bad += float(mg.data()[i]) != Approx(dmax[i]).epsilon(1e-2);
+    bad += float(mgs.data()[i]) != Approx(dmax[i]).epsilon(1e-2);
     bad += float(ag.data()[i]) != Approx(davg[i]).epsilon(1e-2).margin(1e-6);
   }
   INFO("window " << K << ", stride " << S << ", input " << format_dims(d) << ", " << sizeof(T) << "-byte elements");
@@ -251,6 +254,31 @@ TEST_CASE("pooling and its gradients equal their loop definitions: channel tails
   Tensor<bfloat16, Shape<2, 9, 11, 3>> xb;
   for (std::size_t i = 0; i < xb.size(); ++i) xb.data()[i] = bfloat16(float(int((i * 29) % 11) - 5));
   pool_reference::check<3, 2>(xb);
+  // NaN never wins; the gradient goes to the first element equal to the maximum: a -inf one
+  // where every element is -inf or NaN, none where every one is NaN. Both gradient kernels agree.
+  Tensor<float, Shape<1, 4, 6, 17>> sp;
+  for (std::size_t i = 0; i < sp.size(); ++i) sp.data()[i] = float(int((i * 37) % 13) - 6);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (std::size_t y : {0, 1})
+    for (std::size_t xx : {0, 1}) sp(0, y, xx, 0) = nan;
+  sp(0, 0, 2, 1) = nan, sp(0, 0, 3, 1) = -inf, sp(0, 1, 2, 1) = nan, sp(0, 1, 3, 1) = -inf;
+  for (std::size_t y : {2, 3})
+    for (std::size_t xx : {4, 5}) sp(0, y, xx, 16) = -inf;
+  const auto spy = eval(nn::max_pool2d<2>(sp));
+  CHECK(spy(0, 0, 0, 0) == -inf);
+  CHECK(spy(0, 0, 1, 1) == -inf);
+  Tensor<float, Shape<1, 2, 3, 17>> spw;
+  for (std::size_t i = 0; i < spw.size(); ++i) spw.data()[i] = float(i % 7 + 1);
+  const auto spg = std::get<1>(value_and_grad(reduce_sum(nn::max_pool2d<2>(sp) * spw), sp));
+  const auto sps = eval(std::get<0>(grad(reduce_sum(nn::max_pool2d<2>(sp) * spw), sp)));
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < sp.size(); ++i) differ += spg.data()[i] != sps.data()[i];
+  CHECK(differ == 0);
+  CHECK(spg(0, 0, 0, 0) + spg(0, 0, 1, 0) + spg(0, 1, 0, 0) + spg(0, 1, 1, 0) == 0.0f);
+  CHECK(spg(0, 0, 3, 1) == spw(0, 0, 1, 1));
+  CHECK(spg(0, 1, 3, 1) == 0.0f);
+  CHECK(spg(0, 2, 4, 16) == spw(0, 1, 2, 16));
+  CHECK(spg(0, 2, 5, 16) + spg(0, 3, 4, 16) + spg(0, 3, 5, 16) == 0.0f);
   // An adjoint larger than backend::cpu::cache_bytes goes past the cache in non-temporal stores.
   using SL = Shape<11, 112, 112, 64>;
   static_assert(SL::static_size * sizeof(float) >= backend::cpu::cache_bytes);

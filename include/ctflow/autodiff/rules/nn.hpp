@@ -4,11 +4,12 @@
 // conv2d_transpose (a Conv2DBackpropInput node): conv2d and Conv2DBackpropFilter with the roles of
 // image and adjoint swapped. depthwise_conv2d: its two direct backward kernels. fused_batch_norm:
 // FusedBatchNormGrad, one kernel per operand. Pooling: max routes the adjoint to each window's
-// first element equal to its maximum (the forward result), average spreads it over the valid
-// elements. Sparse softmax cross-entropy: under value_and_grad, the softmax(x) - one_hot(label)
-// the forward kernel saved, scaled by g; in `grad`'s expressions, one row kernel from the forward
-// losses; labels take none. (softmax, log_softmax and the other losses are
-// compositions of ops with rules of their own.)
+// first element equal to its maximum (under value_and_grad from the positions the forward pass
+// saved, MaxPoolGradWithArgmax; in `grad`'s expressions from x and y, MaxPoolGrad), average
+// spreads it over the valid elements. Sparse softmax cross-entropy: under value_and_grad, the
+// softmax(x) - one_hot(label) the forward pass saved, scaled by g; in `grad`'s expressions, one
+// row kernel from the forward losses; labels take none. (softmax, log_softmax and the other
+// losses are compositions of ops with rules of their own.)
 
 #include "../../ops/image.hpp"
 #include "../../ops/nn/conv.hpp"
@@ -103,6 +104,11 @@ struct rule<expr::Computed<nn::detail::pool_kernel<T, SX, KH, KW, SH, SW, Pad, M
     } else {
       return adjoint_kernel<nn::detail::avg_pool_grad_kernel<T, SX>, 0>(n, G(g));
     }
+  }
+  /// Max pooling under value_and_grad: from the window positions its forward pass saved.
+  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&, const compute_t<T>* saved) {
+    return adjoint_kernel<nn::detail::max_pool_argmax_grad_kernel<T, SX, KH, KW>, 0>(
+        n, G(g), TensorView<const compute_t<T>, shape_t<N>>(saved, n.dims()));
   }
 };
 

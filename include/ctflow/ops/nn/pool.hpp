@@ -82,17 +82,30 @@ template <std::size_t K, class F> void on_extent(std::size_t n, F&& f) {
   else f(n);
 }
 
-template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max> struct pool_kernel {
+/// What max pooling saves for its gradient: each output's position in its window.
+template <class T> struct max_pool_saved {
+  using saved_type = compute_t<T>;
+};
+struct nothing_saved {};
+
+template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max>
+struct pool_kernel : std::conditional_t<Max, max_pool_saved<T>, nothing_saved> {
   static constexpr dims_t<4> extents{SX::extents[0], static_spatial(SX::extents[1], KH, SH, 1, Pad, 0),
                                      static_spatial(SX::extents[2], KW, SW, 1, Pad, 1), SX::extents[3]};
   using value_type = T;
   using shape_type = shape_of<extents>;
   dims_t<4> out_dims{};
   pool_geometry g{};
+  std::size_t saved_size() const requires Max { return product(out_dims); }
+
+  void run(T* out, const expr::strided_view<T, 4>& x) const { run(out, nullptr, x); }
   /// One output row at a time, in two passes that read memory in order: the window's rows are
   /// combined into one row (`across`, in cache), then each window's columns of it. A NaN never
-  /// wins, as in TensorFlow.
-  void run(T* out, const expr::strided_view<T, 4>& x) const {
+  /// wins, as in TensorFlow. With `saved` (max pooling under value_and_grad), each window's
+  /// position of its first element equal to the maximum, in row-major order, is found while its
+  /// rows are in cache: (y - y0) * KW + (x - x0) from the window's clipped corner, -1 where no
+  /// element is (every one NaN). MaxPoolGradWithArgmax then needs neither x nor y.
+  void run(T* out, compute_t<T>* saved, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
     const std::size_t row = g.w * g.c, c = g.c;
     backend::cpu::parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
@@ -102,8 +115,9 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
         const std::size_t n = r / g.oh, oy = r % g.oh;
         std::size_t y0, y1, x0, x1;
         g.window(oy, 0, y0, y1, x0, x1);
+        const std::size_t height = y1 - y0;
         const T* first = x.data + (n * g.h + y0) * row;
-        on_extent<KH>(y1 - y0, [&](auto rows) {
+        on_extent<KH>(height, [&](auto rows) {
           each_channel_vector<T>(row, [&](std::size_t i, auto load, auto store) {
             using B = decltype(load(first));
             const std::size_t pitch = row;  // a local: the store below may alias the captures
@@ -117,6 +131,7 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
           });
         });
         T* o = out + r * g.ow * c;
+        V* at = saved ? saved + r * g.ow * c : nullptr;
         for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
           g.window(oy, ox, y0, y1, x0, x1);
           const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
@@ -132,6 +147,16 @@ template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std
                 else acc = acc + v;
               }
               store(o + c0, Max ? acc : acc * B(scale));
+              if constexpr (Max) {
+                if (!at) return;
+                // Backwards, so that the first match in row-major order is the one kept.
+                const T* corner = first + x0 * step + c0;
+                const std::size_t pitch = row;
+                B pos(V(-1));
+                for (std::size_t k = height; k-- > 0;)
+                  for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
+                store(at + ox * step + c0, pos);
+              }
             });
           });
         }
@@ -253,6 +278,52 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_gra
                 l = select(eq, zero, l);
               }
               store(pl, l);
+            });
+          });
+          if (yy == y0) flush(ox, g.ow);
+        }
+      }
+    });
+  }
+};
+
+/// MaxPoolGradWithArgmax: each g added to the element of its window at the position the forward
+/// pass saved (none where it saved -1). As MaxPoolGrad, the windows of an output row are taken
+/// one input row at a time, so that the accumulators stream through the cache; neither x nor y is
+/// read.
+template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_argmax_grad_kernel {
+  using value_type = T;
+  using shape_type = SX;
+  dims_t<4> out_dims{};
+  pool_geometry g{};
+  void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<compute_t<T>, 4>& saved) const {
+    using V = compute_t<T>;
+    const std::size_t c = g.c, out_row = g.ow * g.c;
+    const bool ahead = g.exceeds_cache<T>();
+    each_output_row_accumulating(g, out, 0, [&](std::size_t n, std::size_t oy, V* const* rows, V*, auto&& flush) {
+      const std::size_t at = (n * g.oh + oy) * out_row;
+      const bool next_row = at + out_row < g.n * g.oh * out_row;
+      std::size_t y0, y1, x0, x1;
+      g.window(oy, 0, y0, y1, x0, x1);
+      for (std::size_t yy = y0; yy < y1; ++yy) {
+        V* const acc_row = rows[yy];
+        const V first = V((yy - y0) * KW);  // the position of this row's first element
+        for (std::size_t ox = 0; ox < g.ow; ++ox) {
+          std::size_t wy0, wy1;
+          g.window(oy, ox, wy0, wy1, x0, x1);
+          if (ahead && yy == y0 && next_row) {  // the next output row's dy and positions, as this one goes
+            backend::cpu::prefetch(dy.data + at + out_row + ox * c, c * sizeof(T));
+            backend::cpu::prefetch(saved.data + at + out_row + ox * c, c * sizeof(V));
+          }
+          on_extent<KW>(x1 - x0, [&](auto cols) {
+            each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+              using B = decltype(load(dy.data));
+              // Locals, not captures: the stores below may alias whatever the closures refer to.
+              const std::size_t step = c, o = at + ox * c + c0;
+              V* const pa = acc_row + x0 * c + c0;
+              const B d = load(dy.data + o), pos = load(saved.data + o), zero(0);
+              const V p0 = first;
+              for (std::size_t j = 0; j < cols; ++j) store(pa + j * step, load(pa + j * step) + select(pos == B(p0 + V(j)), d, zero));
             });
           });
           if (yy == y0) flush(ox, g.ow);
