@@ -106,9 +106,8 @@ struct rule<expr::Computed<nn::detail::pool_kernel<T, SX, KH, KW, SH, SW, Pad, M
     }
   }
   /// Max pooling under value_and_grad: from the window positions its forward pass saved.
-  template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&, const compute_t<T>* saved) {
-    return adjoint_kernel<nn::detail::max_pool_argmax_grad_kernel<T, SX, KH, KW>, 0>(
-        n, G(g), TensorView<const compute_t<T>, shape_t<N>>(saved, n.dims()));
+  template <std::size_t Op, class N, class G, class Y, class P> static auto vjp(const N& n, const G& g, const Y&, const P* saved) {
+    return adjoint_kernel<nn::detail::max_pool_argmax_grad_kernel<T, SX, KH, KW>, 0>(n, G(g), TensorView<const P, shape_t<N>>(saved, n.dims()));
   }
 };
 

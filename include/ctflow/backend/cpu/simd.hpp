@@ -22,7 +22,10 @@ template <class T> inline constexpr bool simd_type_v =
 
 template <class T> using batch = xsimd::batch<T>;
 template <class T> using batch_bool = xsimd::batch_bool<T>;
-template <class T> inline constexpr std::size_t lanes = simd_type_v<T> ? batch<T>::size : 1;
+template <class T> inline constexpr std::size_t lanes = [] {
+  if constexpr (simd_type_v<T>) return std::size_t(batch<T>::size);
+  else return std::size_t(1);
+}();
 
 template <class X> struct is_batch : std::false_type {};
 template <class T, class A> struct is_batch<xsimd::batch<T, A>> : std::true_type {};
@@ -56,6 +59,30 @@ template <class T> void store_partial(T* p, const batch<T>& b, std::size_t n) {
   alignas(64) T tmp[lanes<T>];
   b.store_aligned(tmp);
   for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
+}
+
+/// Small integers held in lanes (0 to 254, or -1), as bytes: the first n (<= lanes) lanes of b
+/// to p, -1 as 255; never writes past p + n.
+template <class T> void store_bytes(std::uint8_t* p, const batch<T>& b, std::size_t n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float> && batch<T>::size == 16) {
+    _mm512_mask_cvtepi32_storeu_epi8(p, __mmask16((1u << n) - 1u), _mm512_cvttps_epi32(b));
+    return;
+  }
+#endif
+  alignas(64) T tmp[lanes<T>];
+  b.store_aligned(tmp);
+  for (std::size_t i = 0; i < n; ++i) p[i] = std::uint8_t(int(tmp[i]));
+}
+/// n (<= lanes) bytes of p as lanes, the rest 0; never reads past p + n.
+template <class T> batch<T> load_bytes(const std::uint8_t* p, std::size_t n) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  if constexpr (std::is_same_v<T, float> && batch<T>::size == 16)
+    return batch<T>(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(__mmask16((1u << n) - 1u), p))));
+#endif
+  alignas(64) T tmp[lanes<T>] = {};
+  for (std::size_t i = 0; i < n; ++i) tmp[i] = T(p[i]);
+  return batch<T>::load_aligned(tmp);
 }
 
 /// Data at least this large (bytes) is taken not to stay in the last-level cache: kernels that

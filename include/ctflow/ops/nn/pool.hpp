@@ -82,14 +82,37 @@ template <std::size_t K, class F> void on_extent(std::size_t n, F&& f) {
   else f(n);
 }
 
-/// What max pooling saves for its gradient: each output's position in its window.
-template <class T> struct max_pool_saved {
-  using saved_type = compute_t<T>;
+/// What max pooling saves for its gradient: each output's position in its window, a byte where
+/// every position fits (255 for none), else in the compute type (-1 for none).
+template <class T, std::size_t KH, std::size_t KW> struct max_pool_saved {
+  using saved_type = std::conditional_t<(KH * KW < 255), std::uint8_t, compute_t<T>>;
 };
 struct nothing_saved {};
 
+/// Stores the first n lanes of positions v (a batch, or one value in the compute type) at p.
+template <class P, class B> void store_positions(P* p, const B& v, std::size_t n) {
+  namespace cpu = backend::cpu;
+  if constexpr (cpu::is_batch_v<B>) {
+    if constexpr (std::is_same_v<P, std::uint8_t>) cpu::store_bytes(p, v, n);
+    else if (n == B::size) v.store_unaligned(p);
+    else cpu::store_partial(p, v, n);
+  } else {
+    *p = P(std::int32_t(v));
+  }
+}
+/// The n positions at p as what store_positions took.
+template <class B, class P> B load_positions(const P* p, std::size_t n) {
+  namespace cpu = backend::cpu;
+  if constexpr (cpu::is_batch_v<B>) {
+    if constexpr (std::is_same_v<P, std::uint8_t>) return cpu::load_bytes<typename B::value_type>(p, n);
+    else return n == B::size ? B::load_unaligned(p) : cpu::load_partial(p, n);
+  } else {
+    return B(*p);
+  }
+}
+
 template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max>
-struct pool_kernel : std::conditional_t<Max, max_pool_saved<T>, nothing_saved> {
+struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_saved> {
   static constexpr dims_t<4> extents{SX::extents[0], static_spatial(SX::extents[1], KH, SH, 1, Pad, 0),
                                      static_spatial(SX::extents[2], KW, SW, 1, Pad, 1), SX::extents[3]};
   using value_type = T;
@@ -98,14 +121,14 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T>, nothing_saved> {
   pool_geometry g{};
   std::size_t saved_size() const requires Max { return product(out_dims); }
 
-  void run(T* out, const expr::strided_view<T, 4>& x) const { run(out, nullptr, x); }
+  void run(T* out, const expr::strided_view<T, 4>& x) const { run(out, static_cast<typename max_pool_saved<T, KH, KW>::saved_type*>(nullptr), x); }
   /// One output row at a time, in two passes that read memory in order: the window's rows are
   /// combined into one row (`across`, in cache), then each window's columns of it. A NaN never
   /// wins, as in TensorFlow. With `saved` (max pooling under value_and_grad), each window's
   /// position of its first element equal to the maximum, in row-major order, is found while its
-  /// rows are in cache: (y - y0) * KW + (x - x0) from the window's clipped corner, -1 where no
+  /// rows are in cache: (y - y0) * KW + (x - x0) from the window's clipped corner, none where no
   /// element is (every one NaN). MaxPoolGradWithArgmax then needs neither x nor y.
-  void run(T* out, compute_t<T>* saved, const expr::strided_view<T, 4>& x) const {
+  template <class P = typename max_pool_saved<T, KH, KW>::saved_type> void run(T* out, P* saved, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
     const std::size_t row = g.w * g.c, c = g.c;
     backend::cpu::parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
@@ -131,7 +154,7 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T>, nothing_saved> {
           });
         });
         T* o = out + r * g.ow * c;
-        V* at = saved ? saved + r * g.ow * c : nullptr;
+        P* at = saved ? saved + r * g.ow * c : nullptr;
         for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
           g.window(oy, ox, y0, y1, x0, x1);
           const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
@@ -155,7 +178,7 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T>, nothing_saved> {
                 B pos(V(-1));
                 for (std::size_t k = height; k-- > 0;)
                   for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
-                store(at + ox * step + c0, pos);
+                store_positions(at + ox * step + c0, pos, std::min(backend::cpu::lanes<T>, step - c0));
               }
             });
           });
@@ -296,7 +319,8 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_arg
   using shape_type = SX;
   dims_t<4> out_dims{};
   pool_geometry g{};
-  void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<compute_t<T>, 4>& saved) const {
+  using positions = typename max_pool_saved<T, KH, KW>::saved_type;
+  void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<positions, 4>& saved) const {
     using V = compute_t<T>;
     const std::size_t c = g.c, out_row = g.ow * g.c;
     const bool ahead = g.exceeds_cache<T>();
@@ -313,7 +337,7 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_arg
           g.window(oy, ox, wy0, wy1, x0, x1);
           if (ahead && yy == y0 && next_row) {  // the next output row's dy and positions, as this one goes
             backend::cpu::prefetch(dy.data + at + out_row + ox * c, c * sizeof(T));
-            backend::cpu::prefetch(saved.data + at + out_row + ox * c, c * sizeof(V));
+            backend::cpu::prefetch(saved.data + at + out_row + ox * c, c * sizeof(positions));
           }
           on_extent<KW>(x1 - x0, [&](auto cols) {
             each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
@@ -321,7 +345,7 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_arg
               // Locals, not captures: the stores below may alias whatever the closures refer to.
               const std::size_t step = c, o = at + ox * c + c0;
               V* const pa = acc_row + x0 * c + c0;
-              const B d = load(dy.data + o), pos = load(saved.data + o), zero(0);
+              const B d = load(dy.data + o), pos = load_positions<B>(saved.data + o, std::min(backend::cpu::lanes<T>, step - c0)), zero(0);
               const V p0 = first;
               for (std::size_t j = 0; j < cols; ++j) store(pa + j * step, load(pa + j * step) + select(pos == B(p0 + V(j)), d, zero));
             });
