@@ -4,35 +4,14 @@
 
 #include <ctflow/ctflow.hpp>
 
+#include "triad.hpp"
+
 using namespace ctflow;
 
 namespace {
 
-constexpr std::size_t n = std::size_t(1) << 24;  // 64 MiB per float array: well past the caches
-
-void bytes(benchmark::State& s, double per_iteration) {
-  s.counters["GB/s"] = benchmark::Counter(per_iteration, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  s.counters["GB/s"].value /= 1e9;
-}
-
-void triad(benchmark::State& s) {
-  config::set_num_threads(int(s.range(0)));
-  auto b = random_uniform<float, Shape<dyn>>(1, -1, 1, {n}), c = random_uniform<float, Shape<dyn>>(2, -1, 1, {n});
-  Tensor<float, Shape<dyn>> a({n});
-  const int threads = int(s.range(0));
-  for (auto _ : s) {
-    float* pa = a.data();
-    const float* pb = b.data();
-    const float* pc = c.data();
-    backend::cpu::pool().run(threads, [&](int t) {
-      const std::size_t lo = n * std::size_t(t) / std::size_t(threads), hi = n * std::size_t(t + 1) / std::size_t(threads);
-#pragma omp simd
-      for (std::size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.f * pc[i];
-    });
-    benchmark::DoNotOptimize(pa);
-  }
-  bytes(s, 3.0 * n * sizeof(float));
-}
+constexpr std::size_t n = ctflow_bench::triad_size;
+using ctflow_bench::count_bytes;
 
 void fused3(benchmark::State& s) {
   config::set_num_threads(int(s.range(0)));
@@ -43,7 +22,7 @@ void fused3(benchmark::State& s) {
     out = a + 0.5f * b * sigmoid(c);
     benchmark::DoNotOptimize(out.data());
   }
-  bytes(s, 4.0 * n * sizeof(float));
+  count_bytes(s, 4.0 * n * sizeof(float));
 }
 
 void reduce_last(benchmark::State& s) {
@@ -54,7 +33,7 @@ void reduce_last(benchmark::State& s) {
     out = reduce_sum<1>(x);
     benchmark::DoNotOptimize(out.data());
   }
-  bytes(s, double(n) * sizeof(float));
+  count_bytes(s, double(n) * sizeof(float));
 }
 
 void reduce_first(benchmark::State& s) {
@@ -65,12 +44,12 @@ void reduce_first(benchmark::State& s) {
     out = reduce_sum<0>(x);
     benchmark::DoNotOptimize(out.data());
   }
-  bytes(s, double(n) * sizeof(float));
+  count_bytes(s, double(n) * sizeof(float));
 }
 
 }  // namespace
 
-BENCHMARK(triad)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(ctflow_bench::triad)->Name("triad")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(fused3)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_last)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_first)->Arg(1)->Arg(2)->UseRealTime();

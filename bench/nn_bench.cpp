@@ -2,7 +2,7 @@
 //  - sparse_xent: sparse softmax cross-entropy forward and backward (value_and_grad of the mean
 //    loss with respect to the logits) over logits [1024, 1000] float32. Bytes counted: the logits
 //    read forward, read again and the gradient written backward (3 x 4 MB). Goal: at least 80%
-//    of the STREAM triad bandwidth of bench_elementwise.
+//    of the STREAM triad bandwidth (bench/triad.hpp, in this run).
 //  - conv_fwd / conv_bwd_input / conv_bwd_filter: the Fashion-MNIST CNN's convolutions at batch
 //    64 (28x28x1 -> 32, 3x3 VALID; 13x13x32 -> 64, 3x3 VALID) and a ResNet 3x3 convolution (batch
 //    32, 56x56x64 -> 64, SAME), in GFLOP/s (2 * output * kh * kw * c per pass), on 2 threads.
@@ -16,6 +16,8 @@
 #include <benchmark/benchmark.h>
 
 #include <ctflow/ctflow.hpp>
+
+#include "triad.hpp"
 
 using namespace ctflow;
 
@@ -34,10 +36,9 @@ void sparse_xent(benchmark::State& s) {
     benchmark::DoNotOptimize(value);
     benchmark::DoNotOptimize(g.data());
   }
-  s.counters["GB/s"] = benchmark::Counter(3.0 * rows * classes * sizeof(float), benchmark::Counter::kIsIterationInvariantRate,
-                                          benchmark::Counter::kIs1000);
-  s.counters["GB/s"].value /= 1e9;
+  ctflow_bench::count_bytes(s, 3.0 * rows * classes * sizeof(float));
 }
+BENCHMARK(ctflow_bench::triad)->Name("triad")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(sparse_xent)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 template <std::size_t N, std::size_t H, std::size_t W, std::size_t C, std::size_t O, nn::padding P> struct conv_case {
@@ -104,8 +105,7 @@ template <class Case> void max_pool(benchmark::State& s) {
     dx = expr::make_computed(grad_kernel, c.dy, positions);
     benchmark::DoNotOptimize(dx.data());
   }
-  s.counters["GB/s"] = benchmark::Counter(Case::bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  s.counters["GB/s"].value /= 1e9;
+  ctflow_bench::count_bytes(s, Case::bytes);
 }
 BENCHMARK(max_pool<mnist_pool>)->Name("max_pool/mnist")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(max_pool<resnet_pool>)->Name("max_pool/resnet")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);

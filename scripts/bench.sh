@@ -6,6 +6,9 @@ bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target benchmarks -j "$(nproc)"
 reps="--benchmark_repetitions=5 --benchmark_report_aggregates_only=true"
+# Kernels compared with the triad run it in their own binary, repetitions interleaved with theirs:
+# this machine's bandwidth drifts by tens of percent within a minute.
+mixed="--benchmark_repetitions=9 --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true"
 
 # field FILE PREFIX [COUNTER]: the median row starting with PREFIX; its time, or COUNTER's value.
 field() {
@@ -21,7 +24,7 @@ OPENBLAS_CORETYPE=SkylakeX ./build/bench/bench_gemm $reps --benchmark_filter="${
   | grep median | tee /tmp/ctflow_gemm.txt
 
 echo "== element-wise and reductions (GB/s) against STREAM triad"
-./build/bench/bench_elementwise $reps ${EW_FILTER:+--benchmark_filter=$EW_FILTER} 2>/dev/null | grep median | tee /tmp/ctflow_elementwise.txt
+./build/bench/bench_elementwise $mixed ${EW_FILTER:+--benchmark_filter=$EW_FILTER} 2>/dev/null | grep median | tee /tmp/ctflow_elementwise.txt
 /usr/bin/python3 bench/peers/elementwise_torch.py 1 2 | tee /tmp/ctflow_torch.txt
 for t in 1 2; do
   ours=$(field /tmp/ctflow_elementwise.txt "fused3/$t/" GB/s)
@@ -55,11 +58,11 @@ for t in 1 2; do
 done
 
 echo "== sparse softmax cross-entropy forward+backward over [1024, 1000] (GB/s) against STREAM triad"
-./build/bench/bench_nn $reps 2>/dev/null | grep median | tee /tmp/ctflow_nn.txt
+./build/bench/bench_nn $mixed 2>/dev/null | grep median | tee /tmp/ctflow_nn.txt
 /usr/bin/python3 bench/peers/nn_torch.py 1 2 | tee /tmp/ctflow_nn_torch.txt
 for t in 1 2; do
   ours=$(field /tmp/ctflow_nn.txt "sparse_xent/$t/" GB/s)
-  triad=$(field /tmp/ctflow_elementwise.txt "triad/$t/" GB/s)
+  triad=$(field /tmp/ctflow_nn.txt "triad/$t/" GB/s)
   torch=$(field /tmp/ctflow_nn_torch.txt "torch_sparse_xent/$t")
   echo "threads=$t sparse_xent: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(ratio "$ours" "$triad") (goal >= 0.8), ctflow/torch $(ratio "$ours" "$torch")"
 done
@@ -78,7 +81,7 @@ echo "== max_pool2d forward+backward (GB/s, 3 |x| + 3 |y| bytes) against STREAM 
 for c in mnist resnet; do
   for t in 1 2; do
     ours=$(field /tmp/ctflow_nn.txt "max_pool/$c/$t/" GB/s)
-    triad=$(field /tmp/ctflow_elementwise.txt "triad/$t/" GB/s)
+    triad=$(field /tmp/ctflow_nn.txt "triad/$t/" GB/s)
     torch=$(field /tmp/ctflow_nn_torch.txt "torch_max_pool/$c/$t")
     echo "max_pool $c threads=$t: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(ratio "$ours" "$triad") (goal >= 0.8), ctflow/torch $(ratio "$ours" "$torch")"
   done

@@ -311,9 +311,9 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_gra
 };
 
 /// MaxPoolGradWithArgmax: each g added to the element of its window at the position the forward
-/// pass saved (none where it saved -1). As MaxPoolGrad, the windows of an output row are taken
-/// one input row at a time, so that the accumulators stream through the cache; neither x nor y is
-/// read.
+/// pass saved (nowhere where it saved none). As MaxPoolGrad, the windows of an output row are
+/// taken one input row at a time, so that the accumulators stream through the cache; neither x
+/// nor y is read.
 template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_argmax_grad_kernel {
   using value_type = T;
   using shape_type = SX;
