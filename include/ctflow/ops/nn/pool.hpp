@@ -131,6 +131,7 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
   template <class P = typename max_pool_saved<T, KH, KW>::saved_type> void run(T* out, P* saved, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
     const std::size_t row = g.w * g.c, c = g.c;
+    const bool ahead = g.exceeds_cache<T>();
     backend::cpu::parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
       ctflow::detail::buffer<V> across_rows(row, false);
       V* const across = across_rows.data();
@@ -153,9 +154,22 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
             store(across + i, acc);
           });
         });
+        // The input rows the next output row adds, prefetched a window's share at a time while
+        // this row's windows are computed (when they come from memory).
+        const char* next = nullptr;
+        std::size_t next_bytes = 0, share = 0;
+        if (ahead && r + 1 < e) {
+          std::size_t ny0, ny1, nx0, nx1;
+          g.window((r + 1) % g.oh, 0, ny0, ny1, nx0, nx1);
+          const std::size_t nn = (r + 1) / g.oh, from = nn == n ? std::max(ny0, y1) : ny0;
+          next = reinterpret_cast<const char*>(x.data + (nn * g.h + from) * row);
+          next_bytes = ny1 > from ? (ny1 - from) * row * sizeof(T) : 0;
+          share = (next_bytes / g.ow + 63) / 64 * 64;
+        }
         T* o = out + r * g.ow * c;
         P* at = saved ? saved + r * g.ow * c : nullptr;
         for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
+          if (ox * share < next_bytes) backend::cpu::prefetch(next + ox * share, std::min(share, next_bytes - ox * share));
           g.window(oy, ox, y0, y1, x0, x1);
           const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
           const V* window = across + x0 * c;
