@@ -325,9 +325,8 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_gra
 };
 
 /// MaxPoolGradWithArgmax: each g added to the element of its window at the position the forward
-/// pass saved (nowhere where it saved none). As MaxPoolGrad, the windows of an output row are
-/// taken one input row at a time, so that the accumulators stream through the cache; neither x
-/// nor y is read.
+/// pass saved (nowhere where it saved none), one window at a time: dy and the positions are read
+/// once, in order, and the accumulators of the window's rows are in cache.
 template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_argmax_grad_kernel {
   using value_type = T;
   using shape_type = SX;
@@ -343,29 +342,28 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_arg
       const bool next_row = at + out_row < g.n * g.oh * out_row;
       std::size_t y0, y1, x0, x1;
       g.window(oy, 0, y0, y1, x0, x1);
-      for (std::size_t yy = y0; yy < y1; ++yy) {
-        V* const acc_row = rows[yy];
-        const V first = V((yy - y0) * KW);  // the position of this row's first element
-        for (std::size_t ox = 0; ox < g.ow; ++ox) {
-          std::size_t wy0, wy1;
-          g.window(oy, ox, wy0, wy1, x0, x1);
-          if (ahead && yy == y0 && next_row) {  // the next output row's dy and positions, as this one goes
-            backend::cpu::prefetch(dy.data + at + out_row + ox * c, c * sizeof(T));
-            backend::cpu::prefetch(saved.data + at + out_row + ox * c, c * sizeof(positions));
-          }
+      V* const* const window_rows = rows + y0;
+      for (std::size_t ox = 0; ox < g.ow; ++ox) {
+        g.window(oy, ox, y0, y1, x0, x1);
+        if (ahead && next_row) {  // the next output row's dy and positions, as this one goes
+          backend::cpu::prefetch(dy.data + at + out_row + ox * c, c * sizeof(T));
+          backend::cpu::prefetch(saved.data + at + out_row + ox * c, c * sizeof(positions));
+        }
+        on_extent<KH>(y1 - y0, [&](auto height) {
           on_extent<KW>(x1 - x0, [&](auto cols) {
             each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
               using B = decltype(load(dy.data));
               // Locals, not captures: the stores below may alias whatever the closures refer to.
-              const std::size_t step = c, o = at + ox * c + c0;
-              V* const pa = acc_row + x0 * c + c0;
+              const std::size_t step = c, o = at + ox * c + c0, corner = x0 * c + c0;
               const B d = load(dy.data + o), pos = load_positions<B>(saved.data + o, std::min(backend::cpu::lanes<T>, step - c0)), zero(0);
-              const V p0 = first;
-              for (std::size_t j = 0; j < cols; ++j) store(pa + j * step, load(pa + j * step) + select(pos == B(p0 + V(j)), d, zero));
+              for (std::size_t k = 0; k < height; ++k) {
+                V* const pa = window_rows[k] + corner;
+                for (std::size_t j = 0; j < cols; ++j) store(pa + j * step, load(pa + j * step) + select(pos == B(V(k * KW + j)), d, zero));
+              }
             });
           });
-          if (yy == y0) flush(ox, g.ow);
-        }
+        });
+        flush(ox, g.ow);
       }
     });
   }
