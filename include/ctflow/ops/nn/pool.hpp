@@ -190,8 +190,10 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
                 const T* corner = first + x0 * step + c0;
                 const std::size_t pitch = row;
                 B pos(V(-1));
-                for (std::size_t k = height; k-- > 0;)
-                  for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
+                on_extent<KH>(height, [&](auto rows) {
+                  for (std::size_t k = rows; k-- > 0;)
+                    for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
+                });
                 store_positions(at + ox * step + c0, pos, std::min(backend::cpu::lanes<T>, step - c0));
               }
             });
