@@ -6,9 +6,9 @@
 // FusedBatchNormGrad, one kernel per operand. Pooling: max routes the adjoint to each window's
 // first element equal to its maximum (under value_and_grad from the positions the forward pass
 // saved, MaxPoolGradWithArgmax; in `grad`'s expressions from x and y, MaxPoolGrad), average
-// spreads it over the valid elements. Sparse softmax cross-entropy: under value_and_grad, the
-// softmax(x) - one_hot(label) the forward pass saved, scaled by g; in `grad`'s expressions, one
-// row kernel from the forward losses; labels take none. (softmax, log_softmax and the other
+// spreads it over the valid elements. Sparse softmax cross-entropy: g * (softmax(x) -
+// one_hot(label)), under value_and_grad from the softmax the forward pass saved, in `grad`'s
+// expressions from the forward losses; labels take none. (softmax, log_softmax and the other
 // losses are compositions of ops with rules of their own.)
 
 #include "../../ops/image.hpp"
@@ -41,12 +41,14 @@ struct rule<expr::Computed<nn::detail::sparse_xent_kernel<T, I, SL, SX>, L, X>> 
     return expr::make_computed(k, operand<0>(n), operand<1>(n), Y(y), G(g));
   }
 
-  /// From the forward pass's saved softmax(x) - one_hot(label), each row scaled by its g.
+  /// From the softmax the forward pass saved (its rows, then a scale per row).
   template <std::size_t Op, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&, const T* saved) {
     static_assert(Op == 1);
-    nn::detail::sparse_xent_saved_grad_kernel<T, SL, SX> k;
+    nn::detail::sparse_xent_saved_grad_kernel<T, I, SL, SX> k;
     k.out_dims = operand<1>(n).dims();
-    return expr::make_computed(k, TensorView<const T, SX>(saved, k.out_dims), G(g));
+    const auto rows = operand<0>(n).dims();
+    return expr::make_computed(k, operand<0>(n), TensorView<const T, SX>(saved, k.out_dims),
+                               TensorView<const T, SL>(saved + product(k.out_dims), rows), G(g));
   }
 };
 

@@ -102,10 +102,11 @@ template <bool Keep, class T> compute_t<T> row_exp_sum(const T* x, std::size_t n
 /// log(sum(exp(x))) - x[label] of n values. One pass where exp(x - x[label]) sums without
 /// overflow (the label's own term is 1, so the sum is at least 1; the loss is its log, with no
 /// cancellation); otherwise (a logit above the label's by about 88 or more) shifted by the row's
-/// maximum, the reductions' vectorised row where the dtype allows. Given p, it also writes
-/// p = softmax(x) - one_hot(label), the loss's gradient (TensorFlow's backprop output): for
-/// vector types from the exps of the pass kept in p, for the others from a second pass.
-template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t label, T* p = nullptr) {
+/// maximum, the reductions' vectorised row where the dtype allows. Given p, it also leaves
+/// softmax(x) = p * scale: for vector types p holds the pass's exps and scale is 1 / their sum
+/// (no second pass over the row), for the others p is the softmax itself, from a second pass in
+/// the compute type, and scale is 1.
+template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t label, T* p = nullptr, T* scale = nullptr) {
   using V = compute_t<T>;
   namespace cpu = backend::cpu;
   constexpr bool keep = cpu::simd_type_v<T>;
@@ -126,14 +127,10 @@ template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t 
   if (p) {
     const V inv = V(1) / s;
     if constexpr (keep) {
-      constexpr std::size_t W = cpu::lanes<T>;
-      const cpu::batch<T> b(inv);
-      std::size_t i = 0;
-      for (; i + W <= n; i += W) (cpu::batch<T>::load_unaligned(p + i) * b).store_unaligned(p + i);
-      for (; i < n; ++i) p[i] *= inv;
-      p[label] -= T(1);
+      *scale = T(inv);
     } else {
-      for (std::size_t i = 0; i < n; ++i) p[i] = T(std::exp(V(x[i]) - shift) * inv - V(i == label));
+      for (std::size_t i = 0; i < n; ++i) p[i] = T(std::exp(V(x[i]) - shift) * inv);
+      *scale = T(1);
     }
   }
   return loss;
@@ -148,8 +145,8 @@ template <class I> void check_labels(const I* labels, std::size_t rows, std::siz
 }
 
 /// The per-example losses: log(sum(exp(x - max))) + max - x[label], one row per example. Under
-/// value_and_grad it saves softmax(x) - one_hot(label) as well (the rows are in cache as the
-/// losses are computed), so that the gradient costs no second exp per element.
+/// value_and_grad it saves the softmax as well, as row_xent leaves it (the rows' exps, then a
+/// scale per row), so that the gradient costs no second exp per element.
 template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
   using value_type = T;
   using shape_type = SL;
@@ -157,14 +154,15 @@ template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
   static constexpr std::size_t RL = std::size_t(SL::rank), RX = std::size_t(SX::rank);
   dims_t<RL> out_dims{};
   std::size_t classes = 0;
-  std::size_t saved_size() const { return product(out_dims) * classes; }
+  std::size_t saved_size() const { return product(out_dims) * (classes + 1); }
   void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const { run(out, nullptr, labels, logits); }
   void run(T* out, T* saved, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const {
     const std::size_t rows = product(out_dims), n = classes;
     check_labels(labels.data, rows, n);
     backend::cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t r = b; r < e; ++r)
-        out[r] = T(row_xent(logits.data + r * n, n, std::size_t(labels.data[r]), saved ? saved + r * n : nullptr));
+        out[r] = T(row_xent(logits.data + r * n, n, std::size_t(labels.data[r]), saved ? saved + r * n : nullptr,
+                            saved ? saved + rows * n + r : nullptr));
     });
   }
 };
@@ -207,14 +205,15 @@ template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
   }
 };
 
-/// Its adjoint under value_and_grad, from the rows the forward pass saved:
-/// out[r, :] = g[r] * (softmax(x) - one_hot(label))[r, :].
-template <class T, class SL, class SX> struct sparse_xent_saved_grad_kernel {
+/// Its adjoint under value_and_grad, from what the forward pass saved (the softmax as p * scale
+/// per row): out[r, :] = p[r, :] * (scale[r] g[r]), less g[r] at the label.
+template <class T, class I, class SL, class SX> struct sparse_xent_saved_grad_kernel {
   using value_type = T;
   using shape_type = SX;
   static constexpr std::size_t RL = std::size_t(SL::rank), RX = std::size_t(SX::rank);
   dims_t<RX> out_dims{};
-  void run(T* out, const expr::strided_view<T, RX>& saved, const expr::strided_view<T, RL>& g) const {
+  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& saved, const expr::strided_view<T, RL>& scale,
+           const expr::strided_view<T, RL>& g) const {
     using V = compute_t<T>;
     namespace cpu = backend::cpu;
     const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
@@ -222,14 +221,16 @@ template <class T, class SL, class SX> struct sparse_xent_saved_grad_kernel {
       for (std::size_t r = b; r < e; ++r) {
         const T* p = saved.data + r * n;
         T* o = out + r * n;
-        const V gr = V(g.data[r]);
+        const std::size_t cols = n, label = std::size_t(labels.data[r]);  // locals: the stores below may alias the captures
+        const V gr = V(g.data[r]), f = V(scale.data[r]) * gr;
         std::size_t i = 0;
         if constexpr (cpu::simd_type_v<T>) {
           constexpr std::size_t W = cpu::lanes<T>;
-          const cpu::batch<T> bg(gr);
-          for (; i + W <= n; i += W) (cpu::batch<T>::load_unaligned(p + i) * bg).store_unaligned(o + i);
+          const cpu::batch<T> bf(f);
+          for (; i + W <= cols; i += W) (cpu::batch<T>::load_unaligned(p + i) * bf).store_unaligned(o + i);
         }
-        for (; i < n; ++i) o[i] = T(V(p[i]) * gr);
+        for (; i < cols; ++i) o[i] = T(V(p[i]) * f);
+        o[label] = T(V(p[label]) * f - gr);
       }
     });
   }
