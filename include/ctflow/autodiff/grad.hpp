@@ -247,10 +247,10 @@ template <std::size_t I, class N, class Ctx> bool live(const N& n, const Ctx& ct
 }
 
 /// Rule R's adjoint for operand I of n; a saving kernel's rule also reads what the forward pass
-/// left for it.
+/// left for it (every such node is frozen, so `saved` is its by-product; null where that is
+/// empty).
 template <class R, std::size_t I, class N, class G, class Y> auto vjp_of(const N& n, const G& g, const Y& y, const void* saved) {
   if constexpr (saves_v<N>) {
-    if (!saved) throw std::logic_error("ctflow::value_and_grad: a saving kernel's node reached the backward pass uncomputed");
     return R::template vjp<I>(n, g, y, static_cast<const typename N::kernel_type::saved_type*>(saved));
   } else {
     return R::template vjp<I>(n, g, y);

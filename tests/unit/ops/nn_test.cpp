@@ -97,6 +97,12 @@ TEST_CASE("sparse softmax cross-entropy: values, any leading rank, the vectorise
                     "of [0, 1000).");
   bad(2) = -1;
   CHECK_THROWS_AS(eval(nn::sparse_softmax_cross_entropy_with_logits(bad, zf)), value_error);
+  // An empty batch: a zero loss and an empty gradient (the forward pass saves nothing).
+  Tensor<float, Shape<dyn, 10>> z0({0, 10});
+  Tensor<std::int32_t, Shape<dyn>> k0({0});
+  const auto [v0, g0] = value_and_grad(reduce_sum(nn::sparse_softmax_cross_entropy_with_logits(k0, z0)), z0);
+  CHECK(v0 == 0.0f);
+  CHECK(g0.dims() == dims_t<2>{0, 10});
   Tensor<float, Shape<dyn, 1000>> zd({3, 1000});
   CHECK_THROWS_AS(nn::sparse_softmax_cross_entropy_with_logits(kf, zd), shape_error);
 }
@@ -282,6 +288,11 @@ TEST_CASE("pooling and its gradients equal their loop definitions: channel tails
   CHECK(spg(0, 1, 3, 1) == 0.0f);
   CHECK(spg(0, 2, 4, 16) == spw(0, 1, 2, 16));
   CHECK(spg(0, 2, 5, 16) + spg(0, 3, 4, 16) + spg(0, 3, 5, 16) == 0.0f);
+  // An empty batch saves no positions and gets an empty gradient.
+  Tensor<float, Shape<dyn, 4, 4, 3>> none({0, 4, 4, 3});
+  const auto [nv, ng] = value_and_grad(reduce_sum(nn::max_pool2d<2>(none)), none);
+  CHECK(nv == 0.0f);
+  CHECK(ng.dims() == dims_t<4>{0, 4, 4, 3});
   // An adjoint larger than backend::cpu::cache_bytes goes past the cache in non-temporal stores.
   using SL = Shape<11, 112, 112, 64>;
   static_assert(SL::static_size * sizeof(float) >= backend::cpu::cache_bytes);
