@@ -136,6 +136,13 @@ template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t 
   return loss;
 }
 
+/// f(r) for each of `rows` rows of n classes, the threads taking blocks of about 32K elements.
+template <class F> void each_row(std::size_t rows, std::size_t n, F&& f) {
+  backend::cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t r = b; r < e; ++r) f(r);
+  });
+}
+
 /// Checks every label against [0, classes) before any work (the message is TensorFlow's).
 template <class I> void check_labels(const I* labels, std::size_t rows, std::size_t classes) {
   for (std::size_t r = 0; r < rows; ++r)
@@ -159,10 +166,8 @@ template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
   void run(T* out, T* saved, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const {
     const std::size_t rows = product(out_dims), n = classes;
     check_labels(labels.data, rows, n);
-    backend::cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t r = b; r < e; ++r)
-        out[r] = T(row_xent(logits.data + r * n, n, std::size_t(labels.data[r]), saved ? saved + r * n : nullptr,
-                            saved ? saved + rows * n + r : nullptr));
+    each_row(rows, n, [&](std::size_t r) {
+      out[r] = T(row_xent(logits.data + r * n, n, std::size_t(labels.data[r]), saved ? saved + r * n : nullptr, saved ? saved + rows * n + r : nullptr));
     });
   }
 };
@@ -183,24 +188,22 @@ template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
     namespace cpu = backend::cpu;
     const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
     check_labels(labels.data, rows, n);
-    cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&, n](std::size_t b, std::size_t e) {
-      for (std::size_t r = b; r < e; ++r) {
-        const T* x = logits.data + r * n;
-        T* o = out + r * n;
-        const std::size_t label = std::size_t(labels.data[r]);
-        const V at = V(x[label]), y = V(loss.data[r]), gr = V(g.data[r]);
-        if constexpr (cpu::simd_type_v<T>) {
-          constexpr std::size_t W = cpu::lanes<T>;
-          using B = cpu::batch<T>;
-          const B bat(at), by(y), bg(gr);
-          std::size_t i = 0;
-          for (; i + W <= n; i += W) (cpu::exp((B::load_unaligned(x + i) - bat) - by) * bg).store_unaligned(o + i);
-          if (i < n) cpu::store_partial(o + i, cpu::exp((cpu::load_partial(x + i, n - i) - bat) - by) * bg, n - i);
-        } else {
-          for (std::size_t i = 0; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
-        }
-        o[label] = T(V(o[label]) - gr);
+    each_row(rows, n, [&, n](std::size_t r) {
+      const T* x = logits.data + r * n;
+      T* o = out + r * n;
+      const std::size_t label = std::size_t(labels.data[r]);
+      const V at = V(x[label]), y = V(loss.data[r]), gr = V(g.data[r]);
+      if constexpr (cpu::simd_type_v<T>) {
+        constexpr std::size_t W = cpu::lanes<T>;
+        using B = cpu::batch<T>;
+        const B bat(at), by(y), bg(gr);
+        std::size_t i = 0;
+        for (; i + W <= n; i += W) (cpu::exp((B::load_unaligned(x + i) - bat) - by) * bg).store_unaligned(o + i);
+        if (i < n) cpu::store_partial(o + i, cpu::exp((cpu::load_partial(x + i, n - i) - bat) - by) * bg, n - i);
+      } else {
+        for (std::size_t i = 0; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
       }
+      o[label] = T(V(o[label]) - gr);
     });
   }
 };
@@ -217,21 +220,19 @@ template <class T, class I, class SL, class SX> struct sparse_xent_saved_grad_ke
     using V = compute_t<T>;
     namespace cpu = backend::cpu;
     const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
-    cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&, n](std::size_t b, std::size_t e) {
-      for (std::size_t r = b; r < e; ++r) {
-        const T* p = saved.data + r * n;
-        T* o = out + r * n;
-        const std::size_t cols = n, label = std::size_t(labels.data[r]);  // locals: the stores below may alias the captures
-        const V gr = V(g.data[r]), f = V(scale.data[r]) * gr;
-        std::size_t i = 0;
-        if constexpr (cpu::simd_type_v<T>) {
-          constexpr std::size_t W = cpu::lanes<T>;
-          const cpu::batch<T> bf(f);
-          for (; i + W <= cols; i += W) (cpu::batch<T>::load_unaligned(p + i) * bf).store_unaligned(o + i);
-        }
-        for (; i < cols; ++i) o[i] = T(V(p[i]) * f);
-        o[label] = T(V(p[label]) * f - gr);
+    each_row(rows, n, [&, n](std::size_t r) {
+      const T* p = saved.data + r * n;
+      T* o = out + r * n;
+      const std::size_t cols = n, label = std::size_t(labels.data[r]);  // locals: the stores below may alias the captures
+      const V gr = V(g.data[r]), f = V(scale.data[r]) * gr;
+      std::size_t i = 0;
+      if constexpr (cpu::simd_type_v<T>) {
+        constexpr std::size_t W = cpu::lanes<T>;
+        const cpu::batch<T> bf(f);
+        for (; i + W <= cols; i += W) (cpu::batch<T>::load_unaligned(p + i) * bf).store_unaligned(o + i);
       }
+      for (; i < cols; ++i) o[i] = T(V(p[i]) * f);
+      o[label] = T(V(p[label]) * f - gr);
     });
   }
 };
