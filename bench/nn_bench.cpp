@@ -97,7 +97,7 @@ template <class Case> void max_pool(benchmark::State& s) {
   static Case c;
   auto node = Case::pool(c.x);
   Tensor<float, typename Case::SY> y;
-  Tensor<std::uint8_t, typename Case::SY> positions;
+  Tensor<typename decltype(node)::kernel_type::saved_type, typename Case::SY> positions;
   Tensor<float, typename Case::SX> dx;
   nn::detail::max_pool_argmax_grad_kernel<float, typename Case::SX, Case::k, Case::k> grad_kernel{c.x.dims(), node.k.g};
   for (auto _ : s) {

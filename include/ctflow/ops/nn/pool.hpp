@@ -89,26 +89,19 @@ template <class T, std::size_t KH, std::size_t KW> struct max_pool_saved {
 };
 struct nothing_saved {};
 
-/// Stores the first n lanes of positions v (a batch, or one value in the compute type) at p.
-template <class P, class B> void store_positions(P* p, const B& v, std::size_t n) {
-  namespace cpu = backend::cpu;
-  if constexpr (cpu::is_batch_v<B>) {
-    if constexpr (std::is_same_v<P, std::uint8_t>) cpu::store_bytes(p, v, n);
-    else if (n == B::size) v.store_unaligned(p);
-    else cpu::store_partial(p, v, n);
-  } else {
-    *p = P(std::int32_t(v));
-  }
+/// Stores positions v (what each_channel_vector's `load` gives, n lanes of it) at p: bytes
+/// converted here, the compute type through that loop's own `store`.
+template <class P, class B, class Store> void store_positions(P* p, const B& v, std::size_t n, Store&& store) {
+  if constexpr (!std::is_same_v<P, std::uint8_t>) store(p, v);
+  else if constexpr (backend::cpu::is_batch_v<B>) backend::cpu::store_bytes(p, v, n);
+  else *p = P(std::int32_t(v));
 }
-/// The n positions at p as what store_positions took.
-template <class B, class P> B load_positions(const P* p, std::size_t n) {
-  namespace cpu = backend::cpu;
-  if constexpr (cpu::is_batch_v<B>) {
-    if constexpr (std::is_same_v<P, std::uint8_t>) return cpu::load_bytes<typename B::value_type>(p, n);
-    else return n == B::size ? B::load_unaligned(p) : cpu::load_partial(p, n);
-  } else {
-    return B(*p);
-  }
+/// The n positions at p as what store_positions took, through the loop's `load` where they are
+/// in the compute type.
+template <class B, class P, class Load> B load_positions(const P* p, std::size_t n, Load&& load) {
+  if constexpr (!std::is_same_v<P, std::uint8_t>) return load(p);
+  else if constexpr (backend::cpu::is_batch_v<B>) return backend::cpu::load_bytes<typename B::value_type>(p, n);
+  else return B(*p);
 }
 
 template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, padding Pad, bool Max>
@@ -194,7 +187,7 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
                   for (std::size_t k = rows; k-- > 0;)
                     for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
                 });
-                store_positions(at + ox * step + c0, pos, std::min(backend::cpu::lanes<T>, step - c0));
+                store_positions(at + ox * step + c0, pos, std::min(backend::cpu::lanes<T>, step - c0), store);
               }
             });
           });
@@ -357,7 +350,7 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_arg
               using B = decltype(load(dy.data));
               // Locals, not captures: the stores below may alias whatever the closures refer to.
               const std::size_t step = c, o = at + ox * c + c0, corner = x0 * c + c0;
-              const B d = load(dy.data + o), pos = load_positions<B>(saved.data + o, std::min(backend::cpu::lanes<T>, step - c0)), zero(0);
+              const B d = load(dy.data + o), pos = load_positions<B>(saved.data + o, std::min(backend::cpu::lanes<T>, step - c0), load), zero(0);
               for (std::size_t k = 0; k < height; ++k) {
                 V* const pa = window_rows[k] + corner;
                 for (std::size_t j = 0; j < cols; ++j) store(pa + j * step, load(pa + j * step) + select(pos == B(V(k * KW + j)), d, zero));
