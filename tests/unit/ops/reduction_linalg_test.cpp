@@ -3,6 +3,7 @@
 
 #include <ctflow/ctflow.hpp>
 
+#include <algorithm>
 #include <vector>
 
 using namespace ctflow;
@@ -54,6 +55,23 @@ TEST_CASE("mean, max, min, prod, any, all and dtype rules") {
   Tensor<float, Shape<>> es = reduce_sum(empty), emax = reduce_max(empty);
   REQUIRE(es() == 0.f);
   REQUIRE(emax() == -std::numeric_limits<float>::infinity());
+}
+
+TEST_CASE("column reductions add the rows in row order") {
+  // 37 rows: passes of several rows at a time, then single rows; every column sums in row order.
+  auto x = random_uniform<float, Shape<37, 300>>(5);
+  Tensor<float, Shape<300>> sums = reduce_sum<0>(x), maxima = reduce_max<0>(x);
+  std::size_t wrong = 0;
+  for (std::size_t j = 0; j < 300; ++j) {
+    float s = x(0, j), m = x(0, j);
+    for (std::size_t i = 1; i < 37; ++i) {
+      s += x(i, j);
+      m = std::max(m, x(i, j));
+    }
+    wrong += sums(j) != s;
+    wrong += maxima(j) != m;
+  }
+  REQUIRE(wrong == 0);
 }
 
 TEST_CASE("large reductions are exact enough and identical across calls") {

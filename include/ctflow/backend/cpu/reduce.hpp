@@ -44,14 +44,32 @@ template <class Op, class V> V row(const Op& op, const V* p, std::size_t n) {
   return r;
 }
 
-/// acc[j] = op(acc[j], p[j]) for j < n.
-template <class Op, class V> void combine_row(const Op& op, V* acc, const V* p, std::size_t n) {
+/// acc[j] = op(...op(op(acc[j], p[j]), p[s + j])..., p[(K - 1) s + j]) for j < n: K rows, s
+/// apart, folded into acc in row order in one pass, so that K rows stream from memory at once.
+template <std::size_t K, class Op, class V> void combine_rows(const Op& op, V* acc, const V* p, std::size_t s, std::size_t n) {
   std::size_t j = 0;
   if constexpr (simd_type_v<V> && Op::vectorizable) {
     constexpr std::size_t L = lanes<V>;
-    for (; j + L <= n; j += L) op(batch<V>::load_unaligned(acc + j), batch<V>::load_unaligned(p + j)).store_unaligned(acc + j);
+    for (; j + L <= n; j += L) {
+      batch<V> a = batch<V>::load_unaligned(acc + j);
+      for (std::size_t r = 0; r < K; ++r) a = op(a, batch<V>::load_unaligned(p + r * s + j));
+      a.store_unaligned(acc + j);
+    }
   }
-  for (; j < n; ++j) acc[j] = op(acc[j], p[j]);
+  for (; j < n; ++j) {
+    V a = acc[j];
+    for (std::size_t r = 0; r < K; ++r) a = op(a, V(p[r * s + j]));
+    acc[j] = a;
+  }
+}
+/// Folds rows [r0, r1) of in (rows s apart, w wide) into acc, in row order, 8 rows a pass: one
+/// row at a time leaves memory with a single stream per thread and reloads acc for every row
+/// (reduce_sum<0> over [4096, 4096] on 2 threads: 73 -> 117 GB/s).
+template <class Op, class V> void combine_row_range(const Op& op, V* acc, const V* in, std::size_t r0, std::size_t r1, std::size_t s, std::size_t w) {
+  constexpr std::size_t K = 8;
+  std::size_t r = r0;
+  for (; r + K <= r1; r += K) combine_rows<K>(op, acc, in + r * s, s, w);
+  for (; r < r1; ++r) combine_rows<1>(op, acc, in + r * s, s, w);
 }
 
 /// Results computed in a fixed number of chunks, combined in chunk order: partial(i, dst) writes
@@ -129,9 +147,9 @@ void run(const Op& op, const V* in, const std::size_t* dims, const bool* reduced
           [&](std::size_t c, V* part) {
             const std::size_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
             std::copy_n(in + r0 * n, n, part);
-            for (std::size_t r = r0 + 1; r < r1; ++r) combine_row(op, part, in + r * n, n);
+            combine_row_range(op, part, in, r0 + 1, r1, n, n);
           },
-          [&](V* o, const V* p, std::size_t m) { combine_row(op, o, p, m); });
+          [&](V* o, const V* p, std::size_t m) { combine_rows<1>(op, o, p, 0, m); });
       return;
     }
     // Wide rows (or little work): threads split the columns, a tile at a time.
@@ -139,7 +157,7 @@ void run(const Op& op, const V* in, const std::size_t* dims, const bool* reduced
       for (std::size_t j0 = b; j0 < e; j0 += tile) {
         const std::size_t w = std::min(tile, e - j0);
         std::copy_n(in + j0, w, out + j0);
-        for (std::size_t r = 1; r < rows; ++r) combine_row(op, out + j0, in + r * n + j0, w);
+        combine_row_range(op, out + j0, in + j0, 1, rows, n, w);
       }
     });
     return;
@@ -155,7 +173,7 @@ void run(const Op& op, const V* in, const std::size_t* dims, const bool* reduced
     for (std::size_t k = 0; k + 1 < ng; ++k) if (!gr[k]) o = o * g[k] + idx[k];
     const V* p = in + r * last;
     if (last_reduced) out[o] = op(out[o], row(op, p, last));
-    else combine_row(op, out + o * last, p, last);
+    else combine_rows<1>(op, out + o * last, p, 0, last);
     for (std::size_t k = ng - 1; k-- > 0;) {
       if (++idx[k] < g[k]) break;
       idx[k] = 0;
