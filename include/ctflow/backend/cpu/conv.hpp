@@ -264,11 +264,13 @@ template <class T> void forward_direct(const geometry& g, const T* x, const T* f
     ctflow::detail::buffer<T> image(pad.elements, false);
     for (std::size_t n = b; n < e; ++n) {
       pad.fill(g, x + n * g.h * g.w * g.c, image.data());
+      T* const image_out = y + n * g.oh * g.ow * g.o;
+      std::size_t oy = 0, ox = 0;  // of pixel q0, counted along padded rows (no division per tile)
       for (std::size_t q0 = 0; q0 < pixels; q0 += MR) {
         T* out[MR];
         for (std::size_t i = 0; i < MR; ++i) {
-          const std::size_t q = q0 + i, oy = q / pad.per_row, ox = q % pad.per_row;
-          out[i] = oy < g.oh && ox < g.ow ? y + ((n * g.oh + oy) * g.ow + ox) * g.o : nullptr;
+          out[i] = oy < g.oh && ox < g.ow ? image_out + (oy * g.ow + ox) * g.o : nullptr;
+          if (++ox == pad.per_row) ox = 0, ++oy;
         }
         const T* a = image.data() + std::ptrdiff_t(q0) * rs;
         if (g.o == 1) dot_tile<T, MR>(a, rs, taps.data(), taps.size(), g.c, column.data(), out);
