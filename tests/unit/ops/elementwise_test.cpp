@@ -49,6 +49,21 @@ TEST_CASE("a fused expression over large tensors matches the element formula") {
   REQUIRE(r(100002) == Approx(a(100002) + 0.5f * b(100002) / (1.f + std::exp(-c(100002)))).epsilon(1e-5));
 }
 
+TEST_CASE("broadcast operands follow the rows across every axis and thread split") {
+  // 10500 rows of 40: each of two threads starts mid-image (row 5250 is (3, 25, 0)), and rows
+  // wrap through each axis; b repeats over the first axis, c over the second and the last.
+  auto a = random_normal<float, Shape<7, 50, 30, 40>>(1);
+  auto b = random_normal<float, Shape<50, 1, 40>>(2);
+  auto c = random_normal<float, Shape<7, 1, 30, 1>>(3);
+  Tensor<float, Shape<7, 50, 30, 40>> r = a + b - c;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < 7; ++i)
+    for (std::size_t j = 0; j < 50; ++j)
+      for (std::size_t k = 0; k < 30; ++k)
+        for (std::size_t l = 0; l < 40; ++l) wrong += r(i, j, k, l) != (a(i, j, k, l) + b(j, 0, l)) - c(i, 0, k, 0);
+  REQUIRE(wrong == 0);
+}
+
 TEST_CASE("numbers adopt the tensor's dtype") {
   auto i = iota<int32_t, Shape<4>>();
   Tensor<int32_t, Shape<4>> j = i * 3 + 1;

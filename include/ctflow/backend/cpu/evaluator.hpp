@@ -36,6 +36,7 @@ template <class T> struct strided_cursor {
   std::array<std::size_t, max_rank> dims{};
   std::array<std::ptrdiff_t, max_rank> strides{};
   std::array<std::ptrdiff_t, max_rank> ostr{};
+  std::array<std::ptrdiff_t, max_rank> step{};  // next_row(k)'s move
   int orank = 0;
   std::ptrdiff_t inner = 0;
   const T* row = nullptr;
@@ -61,12 +62,19 @@ template <class T> struct strided_cursor {
       ostr[std::size_t(k)] = (a < 0 || (dims[std::size_t(a)] == 1 && od[k] != 1)) ? 0 : strides[std::size_t(a)];
     }
     inner = r > 0 ? ostr[std::size_t(r - 1)] : 0;
+    // Axis k advancing takes the axes after it (but the last) from their last index back to 0.
+    std::ptrdiff_t back = 0;
+    for (int k = r - 1; k-- > 0;) {
+      step[std::size_t(k)] = ostr[std::size_t(k)] - back;
+      back += std::ptrdiff_t(od[k] - 1) * ostr[std::size_t(k)];
+    }
   }
   void set_row(const std::size_t* idx) {
     std::ptrdiff_t off = 0;
     for (int k = 0; k + 1 < orank; ++k) off += std::ptrdiff_t(idx[k]) * ostr[std::size_t(k)];
     row = data + off;
   }
+  void next_row(int k) { row += step[std::size_t(k)]; }
   compute_type coeff(std::size_t j) const { return compute_type(row[std::ptrdiff_t(j) * inner]); }
   batch<compute_type> packet(std::size_t j) const requires vectorizable {
     if (inner == 1) return batch<T>::load_unaligned(row + j);
@@ -84,6 +92,7 @@ template <class T> struct scalar_cursor {
   bool full(const std::size_t*, int) const { return true; }
   void bind(const std::size_t*, int, bool) {}
   void set_row(const std::size_t*) {}
+  void next_row(int) {}
   T coeff(std::size_t) const { return value; }
   batch<T> packet(std::size_t) const requires vectorizable { return batch<T>(value); }
 };
@@ -98,6 +107,7 @@ template <class F, class C> struct unary_cursor {
   bool full(const std::size_t* d, int r) const { return c.full(d, r); }
   void bind(const std::size_t* d, int r, bool flat) { c.bind(d, r, flat); }
   void set_row(const std::size_t* idx) { c.set_row(idx); }
+  void next_row(int k) { c.next_row(k); }
   compute_type coeff(std::size_t j) const { return f(c.coeff(j)); }
   batch<compute_type> packet(std::size_t j) const requires vectorizable { return f(c.packet(j)); }
 };
@@ -116,6 +126,7 @@ template <class F, class L, class R> struct binary_cursor {
   bool full(const std::size_t* d, int n) const { return l.full(d, n) && r.full(d, n); }
   void bind(const std::size_t* d, int n, bool flat) { l.bind(d, n, flat); r.bind(d, n, flat); }
   void set_row(const std::size_t* idx) { l.set_row(idx); r.set_row(idx); }
+  void next_row(int k) { l.next_row(k); r.next_row(k); }
   compute_type coeff(std::size_t j) const { return f(l.coeff(j), r.coeff(j)); }
   batch<compute_type> packet(std::size_t j) const requires vectorizable { return f(l.packet(j), r.packet(j)); }
   auto mask(std::size_t j) const requires maskable { return f(l.packet(j), r.packet(j)); }
@@ -136,6 +147,7 @@ template <class C, class A, class B> struct select_cursor {
   bool full(const std::size_t* d, int n) const { return c.full(d, n) && a.full(d, n) && b.full(d, n); }
   void bind(const std::size_t* d, int n, bool flat) { c.bind(d, n, flat); a.bind(d, n, flat); b.bind(d, n, flat); }
   void set_row(const std::size_t* idx) { c.set_row(idx); a.set_row(idx); b.set_row(idx); }
+  void next_row(int k) { c.next_row(k); a.next_row(k); b.next_row(k); }
   compute_type coeff(std::size_t j) const { return c.coeff(j) ? a.coeff(j) : b.coeff(j); }
   batch<compute_type> packet(std::size_t j) const requires vectorizable {
     return xsimd::select(c.mask(j), a.packet(j), b.packet(j));

@@ -4,8 +4,10 @@
 //
 // A cursor (built by an evaluator) reads an expression at positions of the destination:
 // bind() fixes how its operands are broadcast into the destination's extents, set_row() moves to
-// one row (all but the last axis), coeff(j)/packet(j) read element j of that row. In flat mode
-// (every operand has the destination's extents, contiguous) the whole tensor is one row.
+// one row (all but the last axis), next_row(k) on to the following row, whose axis k advanced (the
+// axes after it back at 0): one add per operand, where rows are short (a bias over channels).
+// coeff(j)/packet(j) read element j of that row. In flat mode (every operand has the
+// destination's extents, contiguous) the whole tensor is one row.
 
 #include <cstddef>
 
@@ -56,11 +58,14 @@ template <class T, std::size_t R, class C> void execute(T* out, const dims_t<R>&
       C local = c;
       std::array<std::size_t, (R > 1 ? R - 1 : 1)> idx{};
       for (std::size_t r = rb, k = R - 1; k-- > 0;) { idx[k] = r % d[k]; r /= d[k]; }
+      local.set_row(idx.data());
       for (std::size_t r = rb; r < re; ++r) {
-        local.set_row(idx.data());
         run_row(out + r * inner, local, 0, inner);
         for (std::size_t k = R - 1; k-- > 0;) {
-          if (++idx[k] < d[k]) break;
+          if (++idx[k] < d[k]) {
+            local.next_row(int(k));
+            break;
+          }
           idx[k] = 0;
         }
       }
