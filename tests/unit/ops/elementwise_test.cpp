@@ -51,7 +51,7 @@ TEST_CASE("a fused expression over large tensors matches the element formula") {
 
 TEST_CASE("broadcast operands follow the rows across every axis and thread split") {
   // 10500 rows of 40: each of two threads starts mid-image (row 5250 is (3, 25, 0)), and rows
-  // wrap through each axis; b repeats over the first axis, c over the second and the last.
+  // wrap through each axis; b repeats over the first and third axes, c over the second and last.
   auto a = random_normal<float, Shape<7, 50, 30, 40>>(1);
   auto b = random_normal<float, Shape<50, 1, 40>>(2);
   auto c = random_normal<float, Shape<7, 1, 30, 1>>(3);
