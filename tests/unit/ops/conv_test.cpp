@@ -68,6 +68,41 @@ template <class A, class B> double dot(const A& a, const B& b) {
   return s;
 }
 
+/// conv(xs, fs) (float32, strides s and sw, dilation d, leading padding pt and pl) and its
+/// gradients dx and df of <conv(x, f), dy> against their definitions, within tol: every (pixel,
+/// tap) pair of the forward loops adds its product to both.
+template <class X, class F, class Conv>
+void check_conv(const X& xs, const F& fs, Conv conv, std::size_t s, std::size_t sw, std::size_t d, std::size_t pt, std::size_t pl, double tol = 2e-4) {
+  const auto y = eval(conv(xs, fs));
+  Dyn4 xd = cast<double>(xs), fd = cast<double>(fs);
+  const auto yd = y.dims();
+  auto dy = random_normal<double, Shape<dyn, dyn, dyn, dyn>>(55, 0.0, 1.0, {yd[0], yd[1], yd[2], yd[3]});
+  Tensor<float, shape_t<decltype(y)>> dyf = cast<float>(dy);
+  const auto [value, dx, df] = value_and_grad(reduce_sum(conv(xs, fs) * dyf), xs, fs);
+  const auto xdims = xs.dims();
+  const auto fdims = fs.dims();
+  Dyn4 want_y({yd[0], yd[1], yd[2], yd[3]}), want_dx({xdims[0], xdims[1], xdims[2], xdims[3]}), want_df({fdims[0], fdims[1], fdims[2], fdims[3]});
+  for (std::size_t n = 0; n < yd[0]; ++n)
+    for (std::size_t i = 0; i < yd[1]; ++i)
+      for (std::size_t j = 0; j < yd[2]; ++j)
+        for (std::size_t a = 0; a < fdims[0]; ++a)
+          for (std::size_t b = 0; b < fdims[1]; ++b) {
+            const std::ptrdiff_t yy = std::ptrdiff_t(i * s + a * d) - std::ptrdiff_t(pt), xx = std::ptrdiff_t(j * sw + b * d) - std::ptrdiff_t(pl);
+            if (yy < 0 || xx < 0 || yy >= std::ptrdiff_t(xdims[1]) || xx >= std::ptrdiff_t(xdims[2])) continue;
+            for (std::size_t c = 0; c < xdims[3]; ++c)
+              for (std::size_t o = 0; o < yd[3]; ++o) {
+                const double xv = xd(n, std::size_t(yy), std::size_t(xx), c), g = dy(n, i, j, o);
+                want_y(n, i, j, o) += xv * fd(a, b, c, o);
+                want_dx(n, std::size_t(yy), std::size_t(xx), c) += g * fd(a, b, c, o);
+                want_df(a, b, c, o) += xv * g;
+              }
+          }
+  require_equal(y, want_y, tol);
+  require_equal(dx, want_dx, tol);
+  require_equal(df, want_df, tol);
+  CHECK(value == Approx(dot(want_y, dy)).epsilon(1e-4));
+}
+
 }  // namespace
 
 TEST_CASE("conv2d matches its definition: VALID, SAME with odd and even sizes, strides, dilations") {
@@ -110,53 +145,57 @@ TEST_CASE("float32 conv2d and both gradients match their definitions across the 
   // Shapes that cut the direct kernels' tiles (12 pixels x 32 outputs forward, 6 taps x 64 or 12
   // taps x 32 outputs for the filter) unevenly: 40 and 20 outputs (a masked panel), 20, 3 and 1
   // channels (for the input gradient: a vector of them or more, fewer, and the dot products of
-  // a single one), widths that
-  // leave a partial last tile, a width stride of 2 and dilations; pads larger than the window
-  // take the patch-matrix path, which must agree too.
+  // a single one), widths that leave a partial last tile, a width stride of 2 and dilations; pads
+  // larger than the window take the patch-matrix path, which must agree too. (3x3 filters with
+  // unit strides over 20 channels in and 40 out take the Winograd kernels.)
   Tensor<float, Shape<3, 9, 13, 20>> x = random_normal<float, Shape<3, 9, 13, 20>>(51, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 20, 40>> f = random_normal<float, Shape<3, 3, 20, 40>>(52, 0.0, 1.0);
   Tensor<float, Shape<3, 9, 13, 3>> x3 = random_normal<float, Shape<3, 9, 13, 3>>(53, 0.0, 1.0);
   Tensor<float, Shape<2, 3, 3, 20>> f3 = random_normal<float, Shape<2, 3, 3, 20>>(54, 0.0, 1.0);
   Tensor<float, Shape<3, 9, 13, 1>> x1 = random_normal<float, Shape<3, 9, 13, 1>>(56, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 1, 40>> f1 = random_normal<float, Shape<3, 3, 1, 40>>(57, 0.0, 1.0);
-  // dx and df of <conv(x, f), dy> by their definitions: every (pixel, tap) pair of the forward
-  // loops adds its product to both.
-  const auto check = [](const auto& xs, const auto& fs, auto conv, std::size_t s, std::size_t sw, std::size_t d, std::size_t pt, std::size_t pl) {
-    const auto y = eval(conv(xs, fs));
-    Dyn4 xd = cast<double>(xs), fd = cast<double>(fs);
-    const auto yd = y.dims();
-    auto dy = random_normal<double, Shape<dyn, dyn, dyn, dyn>>(55, 0.0, 1.0, {yd[0], yd[1], yd[2], yd[3]});
-    Tensor<float, shape_t<decltype(y)>> dyf = cast<float>(dy);
-    const auto [value, dx, df] = value_and_grad(reduce_sum(conv(xs, fs) * dyf), xs, fs);
-    const auto xdims = xs.dims();
-    const auto fdims = fs.dims();
-    Dyn4 want_y({yd[0], yd[1], yd[2], yd[3]}), want_dx({xdims[0], xdims[1], xdims[2], xdims[3]}), want_df({fdims[0], fdims[1], fdims[2], fdims[3]});
-    for (std::size_t n = 0; n < yd[0]; ++n)
-      for (std::size_t i = 0; i < yd[1]; ++i)
-        for (std::size_t j = 0; j < yd[2]; ++j)
-          for (std::size_t a = 0; a < fdims[0]; ++a)
-            for (std::size_t b = 0; b < fdims[1]; ++b) {
-              const std::ptrdiff_t yy = std::ptrdiff_t(i * s + a * d) - std::ptrdiff_t(pt), xx = std::ptrdiff_t(j * sw + b * d) - std::ptrdiff_t(pl);
-              if (yy < 0 || xx < 0 || yy >= std::ptrdiff_t(xdims[1]) || xx >= std::ptrdiff_t(xdims[2])) continue;
-              for (std::size_t c = 0; c < xdims[3]; ++c)
-                for (std::size_t o = 0; o < yd[3]; ++o) {
-                  const double xv = xd(n, std::size_t(yy), std::size_t(xx), c), g = dy(n, i, j, o);
-                  want_y(n, i, j, o) += xv * fd(a, b, c, o);
-                  want_dx(n, std::size_t(yy), std::size_t(xx), c) += g * fd(a, b, c, o);
-                  want_df(a, b, c, o) += xv * g;
-                }
-            }
-    require_equal(y, want_y, 2e-4);
-    require_equal(dx, want_dx, 2e-4);
-    require_equal(df, want_df, 2e-4);
-    CHECK(value == Approx(dot(want_y, dy)).epsilon(1e-4));
+  Tensor<float, Shape<2, 3, 20, 40>> f23 = random_normal<float, Shape<2, 3, 20, 40>>(58, 0.0, 1.0);
+  check_conv(x, f23, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 0, 1);  // all three direct
+  check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);
+  check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::VALID, 1, 2, 2>(a, b); }, 1, 2, 2, 0, 0);
+  check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::explicit_padding(4, 1, 3, 0)>(a, b); }, 1, 1, 1, 4, 3);
+  check_conv(x3, f3, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 0, 1);
+  check_conv(x1, f1, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);  // one input channel
+  check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME, 2>(a, b); }, 2, 2, 1, 1, 1);
+}
+
+TEST_CASE("Winograd F(2x2, 3x3): conv2d and both gradients match their definitions, on any thread count") {
+  // Channels that leave part of a vector (17 in, 33 out), odd output sizes (a tile half outside),
+  // SAME and VALID and explicit padding, and (64 x 34 over 2 images: 1088 tiles) several chunks
+  // of tiles per thread and two groups of the filter gradient.
+  Tensor<float, Shape<2, 11, 9, 17>> x = random_normal<float, Shape<2, 11, 9, 17>>(61, 0.0, 1.0);
+  Tensor<float, Shape<3, 3, 17, 33>> f = random_normal<float, Shape<3, 3, 17, 33>>(62, 0.0, 1.0);
+  check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);
+  check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::VALID>(a, b); }, 1, 1, 1, 0, 0);
+  check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::explicit_padding(2, 0, 0, 1)>(a, b); }, 1, 1, 1, 2, 0);
+  Tensor<float, Shape<2, 64, 34, 16>> xl = random_normal<float, Shape<2, 64, 34, 16>>(63, 0.0, 1.0);
+  Tensor<float, Shape<3, 3, 16, 16>> fl = random_normal<float, Shape<3, 3, 16, 16>>(64, 0.0, 1.0);
+  const auto conv = [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); };
+  check_conv(xl, fl, conv, 1, 1, 1, 1, 1);
+  // Float64 (8 lanes): against the definition and finite differences.
+  Tensor<double, Shape<1, 6, 5, 8>> xd = random_normal<double, Shape<1, 6, 5, 8>>(65, 0.0, 1.0);
+  Tensor<double, Shape<3, 3, 8, 9>> fd = random_normal<double, Shape<3, 3, 8, 9>>(66, 0.0, 1.0);
+  require_equal(eval(nn::conv2d<nn::SAME>(xd, fd)), naive_conv(xd, fd, 1, 1, true), 1e-12);
+  gradcheck::check(reduce_sum(sin(nn::conv2d<nn::VALID>(xd, fd))), xd, fd);
+  // Every output sums in an order fixed by the shape: the same bits on 1 and 3 threads.
+  const auto dyl = random_normal<float, shape_t<decltype(conv(xl, fl))>>(67, 0.0, 1.0);
+  const auto run = [&](int threads) {
+    config::set_num_threads(threads);
+    auto [value, dx, df] = value_and_grad(reduce_sum(conv(xl, fl) * dyl), xl, fl);
+    return std::tuple{eval(conv(xl, fl)), dx, df};
   };
-  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);
-  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::VALID, 1, 2, 2>(a, b); }, 1, 2, 2, 0, 0);
-  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::explicit_padding(4, 1, 3, 0)>(a, b); }, 1, 1, 1, 4, 3);
-  check(x3, f3, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 0, 1);
-  check(x1, f1, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);  // one input channel
-  check(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME, 2>(a, b); }, 2, 2, 1, 1, 1);
+  const int threads = int(backend::cpu::pool().size());
+  const auto [y1, dx1, df1] = run(1);
+  const auto [y3, dx3, df3] = run(3);
+  config::set_num_threads(threads);
+  REQUIRE(std::equal(y1.data(), y1.data() + y1.size(), y3.data()));
+  REQUIRE(std::equal(dx1.data(), dx1.data() + dx1.size(), dx3.data()));
+  REQUIRE(std::equal(df1.data(), df1.data() + df1.size(), df3.data()));
 }
 
 TEST_CASE("conv2d's gradients (input and filter) match finite differences") {

@@ -1,6 +1,6 @@
 #pragma once
 // Convolution kernels on the CPU, over NHWC images and HWIO filters, in two schemes that the nn
-// ops choose between per shape:
+// ops choose between per shape (with a third, Winograd's, in winograd.hpp):
 //
 // - im2col + GEMM, for any stride: the patch matrix (a row per output pixel, a column per filter
 //   tap and channel) times the filters; col2im adds a patch-matrix adjoint back into an image.

@@ -3,8 +3,10 @@
 /// VALID / explicit padding (TensorFlow's asymmetric SAME: the extra row or column goes to the
 /// bottom and right), NCHW input too; tf.nn.conv1d and tf.nn.conv2d_transpose on the same kernels.
 /// The forward pass and both backward passes (TensorFlow's Conv2DBackpropInput and
-/// Conv2DBackpropFilter) run the direct kernels of backend/cpu/conv.hpp where the height stride
-/// is 1 (for the input gradient: both strides), im2col + GEMM otherwise.
+/// Conv2DBackpropFilter) run Winograd's F(2x2, 3x3) (backend/cpu/winograd.hpp) for 3x3 filters
+/// with unit strides and dilations over at least a vector of channels in and out, the direct
+/// kernels of backend/cpu/conv.hpp for other convolutions whose height stride is 1 (for the input
+/// gradient: both strides), im2col + GEMM otherwise.
 ///
 ///     Tensor<float, Shape<64, 28, 28, 1>> x;  Tensor<float, Shape<3, 3, 1, 32>> f;
 ///     auto y = nn::conv2d<nn::VALID>(x, f);                         // [64, 26, 26, 32]
@@ -18,6 +20,7 @@
 #include "../../backend/cpu/conv.hpp"
 #include "../../backend/cpu/gemm.hpp"
 #include "../../backend/cpu/thread_pool.hpp"
+#include "../../backend/cpu/winograd.hpp"
 #include "../../detail/buffer.hpp"
 #include "../../expr/computed.hpp"
 #include "layout.hpp"
@@ -89,6 +92,14 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_kernel {
   conv_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
     namespace conv = backend::cpu::conv;
+    namespace winograd = backend::cpu::winograd;
+    if (winograd::suits<T>(g)) {
+      const auto u = winograd::transform_filters<T>(g.c, g.o, [&](std::size_t ky, std::size_t kx, std::size_t ci, std::size_t co) {
+        return f.data[((ky * 3 + kx) * g.c + ci) * g.o + co];
+      });
+      winograd::forward(g, x.data, u.data(), out);
+      return;
+    }
     if constexpr (P.sh == 1) {
       // HWIO filters are the [depth, O] matrix the direct kernel multiplies.
       const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(g.depth(), g.o, [&](std::size_t d, std::size_t j) { return f.data[d * g.o + j]; });
@@ -110,17 +121,25 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_in
   conv_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
     namespace conv = backend::cpu::conv;
-    // With unit strides the input gradient is a forward convolution of dy, padded by the rest of
-    // the window, with the filters flipped and their channel axes swapped. That costs more than
-    // the patch matrix where the padding is a large part of the image (small images; it does the
-    // multiply-adds of the padding too) or the input has a few channels, but more than one (they
-    // are its outputs: lanes of a vector left idle).
+    namespace winograd = backend::cpu::winograd;
+    // With unit strides the input gradient is a forward convolution t of dy, padded by the rest of
+    // the window, with the filters flipped and their channel axes swapped.
     const conv::geometry t{g.n, g.oh, g.ow, g.o, g.kh, g.kw, g.c, 1, 1, g.dh, g.dw, g.h, g.w, (g.kh - 1) * g.dh - g.pt, (g.kw - 1) * g.dw - g.pl};
-    if (P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw && (g.c == 1 || g.c >= backend::cpu::lanes<T>) &&
-        double(g.h * conv::padded_image(t).per_row) <= 1.25 * double(g.oh * g.ow)) {
+    const auto flipped = [&](std::size_t ky, std::size_t kx, std::size_t d, std::size_t ci) {  // tap (ky, kx), input d, output ci of t
+      return f.data[(((g.kh - 1 - ky) * g.kw + (g.kw - 1 - kx)) * g.c + ci) * g.o + d];
+    };
+    const bool unit = P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw;
+    if (unit && winograd::suits<T>(t)) {
+      winograd::forward(t, dy.data, winograd::transform_filters<T>(t.c, t.o, flipped).data(), out);
+      return;
+    }
+    // The direct kernel costs more than the patch matrix where the padding is a large part of the
+    // image (small images; it does the multiply-adds of the padding too) or the input has a few
+    // channels, but more than one (they are its outputs: lanes of a vector left idle).
+    if (unit && (g.c == 1 || g.c >= backend::cpu::lanes<T>) && double(g.h * conv::padded_image(t).per_row) <= 1.25 * double(g.oh * g.ow)) {
       const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(t.depth(), g.c, [&](std::size_t d, std::size_t ci) {
-        const std::size_t tap = d / g.o, ky = g.kh - 1 - tap / g.kw, kx = g.kw - 1 - tap % g.kw;
-        return f.data[((ky * g.kw + kx) * g.c + ci) * g.o + d % g.o];
+        const std::size_t tap = d / g.o;
+        return flipped(tap / g.kw, tap % g.kw, d % g.o, ci);
       });
       conv::forward_direct(t, dy.data, panels.data(), out);
       return;
@@ -141,6 +160,10 @@ template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_fi
   conv_geometry g{};
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& dy) const {
     namespace conv = backend::cpu::conv;
+    if (backend::cpu::winograd::suits<T>(g)) {
+      backend::cpu::winograd::filter(g, x.data, dy.data, out);
+      return;
+    }
     if constexpr (P.sh == 1) {
       conv::filter_direct(g, x.data, dy.data, out);
       return;
