@@ -167,7 +167,8 @@ TEST_CASE("float32 conv2d and both gradients match their definitions across the 
 TEST_CASE("Winograd F(2x2, 3x3): conv2d and both gradients match their definitions, on any thread count") {
   // Channels that leave part of a vector (17 in, 33 out), odd output sizes (a tile half outside),
   // SAME and VALID and explicit padding, and (64 x 34 over 2 images: 1088 tiles) several chunks
-  // of tiles per thread and two groups of the filter gradient.
+  // of tiles per thread and two groups of the filter gradient. The input gradient is Winograd's
+  // forward over dy for SAME, its adjoint for VALID and the explicit padding (fewer tiles of dy).
   Tensor<float, Shape<2, 11, 9, 17>> x = random_normal<float, Shape<2, 11, 9, 17>>(61, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 17, 33>> f = random_normal<float, Shape<3, 3, 17, 33>>(62, 0.0, 1.0);
   check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);

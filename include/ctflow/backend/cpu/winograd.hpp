@@ -17,11 +17,13 @@
 //   dg = G^T [ (A dY A^T) (.) (B^T d B) ] G
 //
 // summed over all tiles: at each position, [c x tiles] times [tiles x o]. The input gradient is
-// `forward` over dy with the filters flipped and their channel axes swapped.
+// either `forward` over dy with the filters flipped and their channel axes swapped (a tile per
+// 2 x 2 pixels of dx), or `input_gradient`, forward's adjoint (a tile per 2 x 2 pixels of dy):
+// dx = B [ (A dY A^T) U^T ] B^T, added where the 4 x 4 input tiles overlap.
 //
-// Each output element sums its terms in an order fixed by the shape alone: tiles go to threads
-// in multiples of 8, and the filter gradient's tiles are cut into a number of groups fixed by
-// the shape, added in order.
+// Each output element sums its terms in an order fixed by the shape alone: forward's tiles go to
+// threads in multiples of 8, input_gradient's in whole images, and the filter gradient's tiles
+// are cut into a number of groups fixed by the shape, added in order.
 
 #include <algorithm>
 #include <cstddef>
@@ -225,6 +227,68 @@ template <class T> void forward(const geometry& g, const T* x, const T* u, T* y)
           }
         }
       });
+    }
+  });
+}
+
+/// dx [n, h, w, c] = the input gradient of the convolution g given dy [n, oh, ow, o], for
+/// suits(g): forward's adjoint, tile by tile. Each output tile's A dY A^T meets ut (the filters'
+/// transform with their channel axes swapped: 16 matrices [o x c]), and B (.) B^T of the products
+/// is added into the 4 x 4 input tile under it; input tiles overlap by 2 pixels, and pixels of the
+/// padding are dropped. Threads take whole images (groups of them, fixed by the shape), so that no
+/// two write the same pixel and every pixel adds its tiles in tile order.
+template <class T> void input_gradient(const geometry& g, const T* dy, const T* ut, T* dx) {
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>;
+  const tiling tl(g);
+  const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), chunk = chunk_tiles<T>(cp, op), ds = chunk * op + L, ms = chunk * cp + L;
+  const std::size_t per_image = tl.th * tl.tw, images = std::max<std::size_t>(1, chunk / per_image), image_size = g.h * g.w * g.c;
+  const std::ptrdiff_t W = std::ptrdiff_t(g.w), H = std::ptrdiff_t(g.h);
+  parallel_for((g.n + images - 1) / images, 1, 1, [&](std::size_t gb, std::size_t ge) {
+    ctflow::detail::buffer<T> dbuf(16 * ds, false), mbuf(16 * ms, false);
+    T* const d = dbuf.data();
+    T* const m = mbuf.data();
+    const std::size_t n0 = gb * images, n1 = std::min(g.n, ge * images);
+    std::fill(dx + n0 * image_size, dx + n1 * image_size, T(0));
+    for (std::size_t group = gb; group < ge; ++group) {
+      const std::size_t tb = group * images * per_image, te = std::min(g.n, (group + 1) * images) * per_image;
+      for (std::size_t t0 = tb; t0 < te; t0 += chunk) {
+        const std::size_t nt = std::min(chunk, te - t0);
+        gradient_tiles(g, tl, dy, t0, nt, d, ds, op);
+        for (std::size_t pos = 0; pos < 16; ++pos)  // [tiles x o] x [o x c]
+          gemm::small(nt, g.c, g.o, d + pos * ds, std::ptrdiff_t(op), 1, ut + pos * g.o * g.c, std::ptrdiff_t(g.c), m + pos * ms, std::ptrdiff_t(cp), false);
+        tl.each(t0, nt, [&](std::size_t t, std::size_t img, std::size_t ty, std::size_t tx) {
+          const std::ptrdiff_t y0 = std::ptrdiff_t(2 * ty) - std::ptrdiff_t(g.pt), x0 = std::ptrdiff_t(2 * tx) - std::ptrdiff_t(g.pl);
+          T* px[16];  // the tile's pixels in dx, null in the padding
+          for (std::ptrdiff_t i = 0; i < 4; ++i)
+            for (std::ptrdiff_t j = 0; j < 4; ++j) {
+              const bool inside = y0 + i >= 0 && y0 + i < H && x0 + j >= 0 && x0 + j < W;
+              px[i * 4 + j] = inside ? dx + std::ptrdiff_t(img * image_size) + ((y0 + i) * W + x0 + j) * std::ptrdiff_t(g.c) : nullptr;
+            }
+          const T* mt = m + t * cp;
+          for (std::size_t ch = 0; ch < g.c; ch += L) {
+            const std::size_t nl = std::min(L, g.c - ch);
+            V e[4][4];  // B M; B = [1 0 0 0; 0 1 -1 1; -1 1 1 0; 0 0 0 -1]
+            for (std::size_t j = 0; j < 4; ++j) {
+              const V m0 = V::load_aligned(mt + j * ms + ch), m1 = V::load_aligned(mt + (4 + j) * ms + ch),
+                      m2 = V::load_aligned(mt + (8 + j) * ms + ch), m3 = V::load_aligned(mt + (12 + j) * ms + ch);
+              e[0][j] = m0;
+              e[1][j] = m1 - m2 + m3;
+              e[2][j] = m1 + m2 - m0;
+              e[3][j] = -m3;
+            }
+            for (std::size_t i = 0; i < 4; ++i) {  // (B M) B^T, added into the pixels inside the image
+              const V r[4] = {e[i][0], e[i][1] - e[i][2] + e[i][3], e[i][1] + e[i][2] - e[i][0], -e[i][3]};
+              for (std::size_t j = 0; j < 4; ++j) {
+                T* p = px[i * 4 + j];
+                if (p == nullptr) continue;
+                if (nl == L) (V::load_unaligned(p + ch) + r[j]).store_unaligned(p + ch);
+                else store_partial(p + ch, load_partial(p + ch, nl) + r[j], nl);
+              }
+            }
+          }
+        });
+      }
     }
   });
 }
