@@ -231,6 +231,33 @@ template <class T> void forward(const geometry& g, const T* x, const T* u, T* y)
   });
 }
 
+/// Adds B M B^T of one tile's products (position pos's c channels at mt + pos * ms) into the
+/// 4 x 4 input pixels at(i, j), a vector of channels at a time.
+template <class T, class At> inline void add_input_tile(At&& at, const T* mt, std::size_t ms, std::size_t c) {
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>;
+  for (std::size_t ch = 0; ch < c; ch += L) {
+    const std::size_t nl = std::min(L, c - ch);
+    V e[4][4];  // B M; B = [1 0 0 0; 0 1 -1 1; -1 1 1 0; 0 0 0 -1]
+    for (std::size_t j = 0; j < 4; ++j) {
+      const V m0 = V::load_aligned(mt + j * ms + ch), m1 = V::load_aligned(mt + (4 + j) * ms + ch), m2 = V::load_aligned(mt + (8 + j) * ms + ch),
+              m3 = V::load_aligned(mt + (12 + j) * ms + ch);
+      e[0][j] = m0;
+      e[1][j] = m1 - m2 + m3;
+      e[2][j] = m1 + m2 - m0;
+      e[3][j] = -m3;
+    }
+    for (std::size_t i = 0; i < 4; ++i) {  // (B M) B^T
+      const V r[4] = {e[i][0], e[i][1] - e[i][2] + e[i][3], e[i][1] + e[i][2] - e[i][0], -e[i][3]};
+      for (std::size_t j = 0; j < 4; ++j) {
+        T* const p = at(i, j) + ch;
+        if (nl == L) (V::load_unaligned(p) + r[j]).store_unaligned(p);
+        else store_partial(p, load_partial(p, nl) + r[j], nl);
+      }
+    }
+  }
+}
+
 /// dx [n, h, w, c] = the input gradient of the convolution g given dy [n, oh, ow, o], for
 /// suits(g): forward's adjoint, tile by tile. Each output tile's A dY A^T meets ut (the filters'
 /// transform with their channel axes swapped: 16 matrices [o x c]), and B (.) B^T of the products
@@ -238,16 +265,16 @@ template <class T> void forward(const geometry& g, const T* x, const T* u, T* y)
 /// padding are dropped. Threads take whole images (groups of them, fixed by the shape), so that no
 /// two write the same pixel and every pixel adds its tiles in tile order.
 template <class T> void input_gradient(const geometry& g, const T* dy, const T* ut, T* dx) {
-  using V = batch<T>;
   constexpr std::size_t L = lanes<T>;
   const tiling tl(g);
   const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), chunk = chunk_tiles<T>(cp, op), ds = chunk * op + L, ms = chunk * cp + L;
   const std::size_t per_image = tl.th * tl.tw, images = std::max<std::size_t>(1, chunk / per_image), image_size = g.h * g.w * g.c;
-  const std::ptrdiff_t W = std::ptrdiff_t(g.w), H = std::ptrdiff_t(g.h);
+  const std::ptrdiff_t W = std::ptrdiff_t(g.w), H = std::ptrdiff_t(g.h), C = std::ptrdiff_t(g.c);
   parallel_for((g.n + images - 1) / images, 1, 1, [&](std::size_t gb, std::size_t ge) {
-    ctflow::detail::buffer<T> dbuf(16 * ds, false), mbuf(16 * ms, false);
+    ctflow::detail::buffer<T> dbuf(16 * ds, false), mbuf(16 * ms + cp, false);
     T* const d = dbuf.data();
     T* const m = mbuf.data();
+    T* const sink = m + 16 * ms;
     const std::size_t n0 = gb * images, n1 = std::min(g.n, ge * images);
     std::fill(dx + n0 * image_size, dx + n1 * image_size, T(0));
     for (std::size_t group = gb; group < ge; ++group) {
@@ -259,34 +286,19 @@ template <class T> void input_gradient(const geometry& g, const T* dy, const T* 
           gemm::small(nt, g.c, g.o, d + pos * ds, std::ptrdiff_t(op), 1, ut + pos * g.o * g.c, std::ptrdiff_t(g.c), m + pos * ms, std::ptrdiff_t(cp), false);
         tl.each(t0, nt, [&](std::size_t t, std::size_t img, std::size_t ty, std::size_t tx) {
           const std::ptrdiff_t y0 = std::ptrdiff_t(2 * ty) - std::ptrdiff_t(g.pt), x0 = std::ptrdiff_t(2 * tx) - std::ptrdiff_t(g.pl);
-          T* px[16];  // the tile's pixels in dx, null in the padding
+          T* const image = dx + std::ptrdiff_t(img * image_size);
+          if (y0 >= 0 && x0 >= 0 && y0 + 4 <= H && x0 + 4 <= W) {
+            T* const p = image + (y0 * W + x0) * C;
+            add_input_tile<T>([&](std::size_t i, std::size_t j) { return p + (std::ptrdiff_t(i) * W + std::ptrdiff_t(j)) * C; }, m + t * cp, ms, g.c);
+            return;
+          }
+          T* px[16];  // the tile's pixels in dx; those in the padding add into `sink`, never read
           for (std::ptrdiff_t i = 0; i < 4; ++i)
             for (std::ptrdiff_t j = 0; j < 4; ++j) {
               const bool inside = y0 + i >= 0 && y0 + i < H && x0 + j >= 0 && x0 + j < W;
-              px[i * 4 + j] = inside ? dx + std::ptrdiff_t(img * image_size) + ((y0 + i) * W + x0 + j) * std::ptrdiff_t(g.c) : nullptr;
+              px[i * 4 + j] = inside ? image + ((y0 + i) * W + x0 + j) * C : sink;
             }
-          const T* mt = m + t * cp;
-          for (std::size_t ch = 0; ch < g.c; ch += L) {
-            const std::size_t nl = std::min(L, g.c - ch);
-            V e[4][4];  // B M; B = [1 0 0 0; 0 1 -1 1; -1 1 1 0; 0 0 0 -1]
-            for (std::size_t j = 0; j < 4; ++j) {
-              const V m0 = V::load_aligned(mt + j * ms + ch), m1 = V::load_aligned(mt + (4 + j) * ms + ch),
-                      m2 = V::load_aligned(mt + (8 + j) * ms + ch), m3 = V::load_aligned(mt + (12 + j) * ms + ch);
-              e[0][j] = m0;
-              e[1][j] = m1 - m2 + m3;
-              e[2][j] = m1 + m2 - m0;
-              e[3][j] = -m3;
-            }
-            for (std::size_t i = 0; i < 4; ++i) {  // (B M) B^T, added into the pixels inside the image
-              const V r[4] = {e[i][0], e[i][1] - e[i][2] + e[i][3], e[i][1] + e[i][2] - e[i][0], -e[i][3]};
-              for (std::size_t j = 0; j < 4; ++j) {
-                T* p = px[i * 4 + j];
-                if (p == nullptr) continue;
-                if (nl == L) (V::load_unaligned(p + ch) + r[j]).store_unaligned(p + ch);
-                else store_partial(p + ch, load_partial(p + ch, nl) + r[j], nl);
-              }
-            }
-          }
+          add_input_tile<T>([&](std::size_t i, std::size_t j) { return px[i * 4 + j]; }, m + t * cp, ms, g.c);
         });
       }
     }
