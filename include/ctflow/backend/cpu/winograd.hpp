@@ -62,22 +62,31 @@ template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::si
   for (std::size_t tap = 0; tap < 9; ++tap)
     for (std::size_t ci = 0; ci < c; ++ci)
       for (std::size_t j = 0; j < o; ++j) g.data()[tap * co + ci * o + j] = at(tap / 3, tap % 3, ci, j);
+  // Explicit vectors over k: left to the compiler, this loop ran at 12 cycles an element in the
+  // library's translation units (90 us for 32 x 64 filters, a fifth of mnist2's input gradient).
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>;
   const T* w = g.data();
   T* out = u.data();
-  for (std::size_t k = 0; k < co; ++k) {
-    T t[4][3];  // G g: rows of taps into 4 rows
+  const V half(T(0.5));
+  for (std::size_t k = 0; k < co; k += L) {
+    const std::size_t nl = std::min(L, co - k);
+    const auto load = [&](std::size_t tap) { return nl == L ? V::load_unaligned(w + tap * co + k) : load_partial(w + tap * co + k, nl); };
+    V t[4][3];  // G g: rows of taps into 4 rows
     for (std::size_t j = 0; j < 3; ++j) {
-      const T g0 = w[j * co + k], g1 = w[(3 + j) * co + k], g2 = w[(6 + j) * co + k];
+      const V g0 = load(j), g1 = load(3 + j), g2 = load(6 + j);
       t[0][j] = g0;
-      t[1][j] = T(0.5) * (g0 + g1 + g2);
-      t[2][j] = T(0.5) * (g0 - g1 + g2);
+      t[1][j] = half * (g0 + g1 + g2);
+      t[2][j] = half * (g0 - g1 + g2);
       t[3][j] = g2;
     }
     for (std::size_t i = 0; i < 4; ++i) {  // (G g) G^T
-      out[(i * 4 + 0) * co + k] = t[i][0];
-      out[(i * 4 + 1) * co + k] = T(0.5) * (t[i][0] + t[i][1] + t[i][2]);
-      out[(i * 4 + 2) * co + k] = T(0.5) * (t[i][0] - t[i][1] + t[i][2]);
-      out[(i * 4 + 3) * co + k] = t[i][2];
+      const V r[4] = {t[i][0], half * (t[i][0] + t[i][1] + t[i][2]), half * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
+      for (std::size_t j = 0; j < 4; ++j) {
+        T* p = out + (i * 4 + j) * co + k;
+        if (nl == L) r[j].store_unaligned(p);
+        else store_partial(p, r[j], nl);
+      }
     }
   }
   return u;
@@ -329,19 +338,27 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
         gemm::small(g.c, g.o, nt, v + pos * vs, 1, std::ptrdiff_t(cp), d + pos * ds, std::ptrdiff_t(op), part + pos * co, std::ptrdiff_t(g.o), t0 > tb);
     }
   });
+  // G^T M G, vectors over k (as transform_filters).
+  using V = batch<T>;
   const T* m = sum.data();
-  for (std::size_t k = 0; k < co; ++k) {
-    T s[3][4];  // G^T M; G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]
+  const V half(T(0.5));
+  for (std::size_t k = 0; k < co; k += L) {
+    const std::size_t nl = std::min(L, co - k);
+    const auto load = [&](std::size_t pos) { return nl == L ? V::load_unaligned(m + pos * co + k) : load_partial(m + pos * co + k, nl); };
+    V s[3][4];  // G^T M; G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]
     for (std::size_t j = 0; j < 4; ++j) {
-      const T m0 = m[j * co + k], m1 = m[(4 + j) * co + k], m2 = m[(8 + j) * co + k], m3 = m[(12 + j) * co + k];
-      s[0][j] = m0 + T(0.5) * (m1 + m2);
-      s[1][j] = T(0.5) * (m1 - m2);
-      s[2][j] = T(0.5) * (m1 + m2) + m3;
+      const V m0 = load(j), m1 = load(4 + j), m2 = load(8 + j), m3 = load(12 + j);
+      s[0][j] = m0 + half * (m1 + m2);
+      s[1][j] = half * (m1 - m2);
+      s[2][j] = half * (m1 + m2) + m3;
     }
     for (std::size_t i = 0; i < 3; ++i) {  // (G^T M) G
-      df[(i * 3 + 0) * co + k] = s[i][0] + T(0.5) * (s[i][1] + s[i][2]);
-      df[(i * 3 + 1) * co + k] = T(0.5) * (s[i][1] - s[i][2]);
-      df[(i * 3 + 2) * co + k] = T(0.5) * (s[i][1] + s[i][2]) + s[i][3];
+      const V r[3] = {s[i][0] + half * (s[i][1] + s[i][2]), half * (s[i][1] - s[i][2]), half * (s[i][1] + s[i][2]) + s[i][3]};
+      for (std::size_t j = 0; j < 3; ++j) {
+        T* p = df + (i * 3 + j) * co + k;
+        if (nl == L) r[j].store_unaligned(p);
+        else store_partial(p, r[j], nl);
+      }
     }
   }
 }
