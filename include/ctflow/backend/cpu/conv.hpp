@@ -178,6 +178,10 @@ template <class T, std::size_t NR, class At> ctflow::detail::buffer<T> pack_pane
   return out;
 }
 
+/// The first n lanes at p (all of them when n >= lanes), zero past them.
+template <class T> inline batch<T> load_lanes(const T* p, std::size_t n) {
+  return n >= lanes<T> ? batch<T>::load_unaligned(p) : load_partial(p, n);
+}
 /// Stores the first n lanes of r (all of them when n >= lanes) to p, or adds them there.
 template <class T> inline void store_lanes(T* p, batch<T> r, std::size_t n, bool accumulate) {
   if (n >= lanes<T>) (accumulate ? r + batch<T>::load_unaligned(p) : r).store_unaligned(p);

@@ -38,6 +38,8 @@
 namespace ctflow::backend::cpu::winograd {
 
 using conv::geometry;
+using conv::load_lanes;
+using conv::store_lanes;
 
 /// Whether g is a convolution these kernels compute: 3x3 taps, unit strides and dilations, and
 /// at least a vector of input and output channels (fewer leave most lanes of every transform and
@@ -71,7 +73,7 @@ template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::si
   const V half(T(0.5));
   for (std::size_t k = 0; k < co; k += L) {
     const std::size_t nl = std::min(L, co - k);
-    const auto load = [&](std::size_t tap) { return nl == L ? V::load_unaligned(w + tap * co + k) : load_partial(w + tap * co + k, nl); };
+    const auto load = [&](std::size_t tap) { return load_lanes(w + tap * co + k, nl); };
     V t[4][3];  // G g: rows of taps into 4 rows
     for (std::size_t j = 0; j < 3; ++j) {
       const V g0 = load(j), g1 = load(3 + j), g2 = load(6 + j);
@@ -82,11 +84,7 @@ template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::si
     }
     for (std::size_t i = 0; i < 4; ++i) {  // (G g) G^T
       const V r[4] = {t[i][0], half * (t[i][0] + t[i][1] + t[i][2]), half * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
-      for (std::size_t j = 0; j < 4; ++j) {
-        T* p = out + (i * 4 + j) * co + k;
-        if (nl == L) r[j].store_unaligned(p);
-        else store_partial(p, r[j], nl);
-      }
+      for (std::size_t j = 0; j < 4; ++j) store_lanes(out + (i * 4 + j) * co + k, r[j], nl, false);
     }
   }
   return u;
@@ -118,7 +116,7 @@ template <class T, class At> inline void input_tile(At&& at, std::size_t c, T* v
     const std::size_t nl = std::min(L, c - ch);
     V d[4][4];
     for (std::size_t i = 0; i < 4; ++i)
-      for (std::size_t j = 0; j < 4; ++j) d[i][j] = nl == L ? V::load_unaligned(at(i, j) + ch) : load_partial(at(i, j) + ch, nl);
+      for (std::size_t j = 0; j < 4; ++j) d[i][j] = load_lanes(at(i, j) + ch, nl);
     V e[4][4];  // B^T d
     for (std::size_t j = 0; j < 4; ++j) {
       e[0][j] = d[0][j] - d[2][j];
@@ -136,26 +134,32 @@ template <class T, class At> inline void input_tile(At&& at, std::size_t c, T* v
   }
 }
 
+/// f(at), at(i, j) the channels of pixel (y0 + i, x0 + j) of image (g.h x g.w x g.c), or
+/// `outside` for pixels past the image's edge: constant strides where the 4 x 4 tile lies inside,
+/// a table of its 16 pixels at the border.
+template <class P, class F> inline void tile_pixels(const geometry& g, P* image, std::ptrdiff_t y0, std::ptrdiff_t x0, P* outside, F&& f) {
+  const std::ptrdiff_t C = std::ptrdiff_t(g.c), W = std::ptrdiff_t(g.w), H = std::ptrdiff_t(g.h);
+  if (y0 >= 0 && x0 >= 0 && y0 + 4 <= H && x0 + 4 <= W) {
+    P* const p = image + (y0 * W + x0) * C;
+    f([&](std::size_t i, std::size_t j) { return p + (std::ptrdiff_t(i) * W + std::ptrdiff_t(j)) * C; });
+    return;
+  }
+  P* px[16];
+  for (std::ptrdiff_t i = 0; i < 4; ++i)
+    for (std::ptrdiff_t j = 0; j < 4; ++j) {
+      const bool inside = y0 + i >= 0 && y0 + i < H && x0 + j >= 0 && x0 + j < W;
+      px[i * 4 + j] = inside ? image + ((y0 + i) * W + x0 + j) * C : outside;
+    }
+  f([&](std::size_t i, std::size_t j) { return px[i * 4 + j]; });
+}
+
 /// Transforms the input tiles [t0, t0 + nt) of x into v[pos * vs + t * cp + channel]. Pixels
 /// outside the image read `zeros` (c of them) instead.
 template <class T>
 void input_tiles(const geometry& g, const tiling& tl, const T* x, std::size_t t0, std::size_t nt, T* v, std::size_t vs, std::size_t cp, const T* zeros) {
-  const std::ptrdiff_t C = std::ptrdiff_t(g.c), W = std::ptrdiff_t(g.w), H = std::ptrdiff_t(g.h);
   tl.each(t0, nt, [&](std::size_t t, std::size_t img, std::size_t ty, std::size_t tx) {
     const std::ptrdiff_t y0 = std::ptrdiff_t(2 * ty) - std::ptrdiff_t(g.pt), x0 = std::ptrdiff_t(2 * tx) - std::ptrdiff_t(g.pl);
-    const T* image = x + std::ptrdiff_t(img) * H * W * C;
-    if (y0 >= 0 && x0 >= 0 && y0 + 4 <= H && x0 + 4 <= W) {
-      const T* p = image + (y0 * W + x0) * C;
-      input_tile<T>([&](std::size_t i, std::size_t j) { return p + (std::ptrdiff_t(i) * W + std::ptrdiff_t(j)) * C; }, g.c, v + t * cp, vs);
-      return;
-    }
-    const T* px[16];
-    for (std::ptrdiff_t i = 0; i < 4; ++i)
-      for (std::ptrdiff_t j = 0; j < 4; ++j) {
-        const bool inside = y0 + i >= 0 && y0 + i < H && x0 + j >= 0 && x0 + j < W;
-        px[i * 4 + j] = inside ? image + ((y0 + i) * W + x0 + j) * C : zeros;
-      }
-    input_tile<T>([&](std::size_t i, std::size_t j) { return px[i * 4 + j]; }, g.c, v + t * cp, vs);
+    tile_pixels(g, x + img * g.h * g.w * g.c, y0, x0, zeros, [&](auto&& at) { input_tile<T>(at, g.c, v + t * cp, vs); });
   });
 }
 
@@ -174,7 +178,7 @@ void gradient_tiles(const geometry& g, const tiling& tl, const T* dy, std::size_
       for (std::size_t a = 0; a < 2; ++a)
         for (std::size_t b = 0; b < 2; ++b) {
           const T* p = gy + (a * g.ow + b) * g.o + o;
-          q[a][b] = a >= rows || b >= cols ? V(T(0)) : nl == L ? V::load_unaligned(p) : load_partial(p, nl);
+          q[a][b] = a >= rows || b >= cols ? V(T(0)) : load_lanes(p, nl);
         }
       // A dY, then (A dY) A^T; A^T = [1 1 1 0; 0 1 -1 -1].
       const V e[4][2] = {{q[0][0], q[0][1]}, {q[0][0] + q[1][0], q[0][1] + q[1][1]}, {q[0][0] - q[1][0], q[0][1] - q[1][1]}, {-q[1][0], -q[1][1]}};
@@ -228,11 +232,8 @@ template <class T> void forward(const geometry& g, const T* x, const T* u, T* y)
           for (std::size_t a = 0; a < rows; ++a) {  // (A^T M) A, the pixels inside the output
             const V r0 = s[a][0] + s[a][1] + s[a][2], r1 = s[a][1] - s[a][2] - s[a][3];
             T* p = out + a * g.ow * g.o + o;
-            if (nl == L) r0.store_unaligned(p);
-            else store_partial(p, r0, nl);
-            if (cols == 1) continue;
-            if (nl == L) r1.store_unaligned(p + g.o);
-            else store_partial(p + g.o, r1, nl);
+            store_lanes(p, r0, nl, false);
+            if (cols > 1) store_lanes(p + g.o, r1, nl, false);
           }
         }
       });
@@ -258,11 +259,7 @@ template <class T, class At> inline void add_input_tile(At&& at, const T* mt, st
     }
     for (std::size_t i = 0; i < 4; ++i) {  // (B M) B^T
       const V r[4] = {e[i][0], e[i][1] - e[i][2] + e[i][3], e[i][1] + e[i][2] - e[i][0], -e[i][3]};
-      for (std::size_t j = 0; j < 4; ++j) {
-        T* const p = at(i, j) + ch;
-        if (nl == L) (V::load_unaligned(p) + r[j]).store_unaligned(p);
-        else store_partial(p, load_partial(p, nl) + r[j], nl);
-      }
+      for (std::size_t j = 0; j < 4; ++j) store_lanes(at(i, j) + ch, r[j], nl, true);
     }
   }
 }
@@ -278,7 +275,6 @@ template <class T> void input_gradient(const geometry& g, const T* dy, const T* 
   const tiling tl(g);
   const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), chunk = chunk_tiles<T>(cp, op), ds = chunk * op + L, ms = chunk * cp + L;
   const std::size_t per_image = tl.th * tl.tw, images = std::max<std::size_t>(1, chunk / per_image), image_size = g.h * g.w * g.c;
-  const std::ptrdiff_t W = std::ptrdiff_t(g.w), H = std::ptrdiff_t(g.h), C = std::ptrdiff_t(g.c);
   parallel_for((g.n + images - 1) / images, 1, 1, [&](std::size_t gb, std::size_t ge) {
     ctflow::detail::buffer<T> dbuf(16 * ds, false), mbuf(16 * ms + cp, false);
     T* const d = dbuf.data();
@@ -295,19 +291,8 @@ template <class T> void input_gradient(const geometry& g, const T* dy, const T* 
           gemm::small(nt, g.c, g.o, d + pos * ds, std::ptrdiff_t(op), 1, ut + pos * g.o * g.c, std::ptrdiff_t(g.c), m + pos * ms, std::ptrdiff_t(cp), false);
         tl.each(t0, nt, [&](std::size_t t, std::size_t img, std::size_t ty, std::size_t tx) {
           const std::ptrdiff_t y0 = std::ptrdiff_t(2 * ty) - std::ptrdiff_t(g.pt), x0 = std::ptrdiff_t(2 * tx) - std::ptrdiff_t(g.pl);
-          T* const image = dx + std::ptrdiff_t(img * image_size);
-          if (y0 >= 0 && x0 >= 0 && y0 + 4 <= H && x0 + 4 <= W) {
-            T* const p = image + (y0 * W + x0) * C;
-            add_input_tile<T>([&](std::size_t i, std::size_t j) { return p + (std::ptrdiff_t(i) * W + std::ptrdiff_t(j)) * C; }, m + t * cp, ms, g.c);
-            return;
-          }
-          T* px[16];  // the tile's pixels in dx; those in the padding add into `sink`, never read
-          for (std::ptrdiff_t i = 0; i < 4; ++i)
-            for (std::ptrdiff_t j = 0; j < 4; ++j) {
-              const bool inside = y0 + i >= 0 && y0 + i < H && x0 + j >= 0 && x0 + j < W;
-              px[i * 4 + j] = inside ? image + ((y0 + i) * W + x0 + j) * C : sink;
-            }
-          add_input_tile<T>([&](std::size_t i, std::size_t j) { return px[i * 4 + j]; }, m + t * cp, ms, g.c);
+          // Pixels in the padding add into `sink`, which nothing reads.
+          tile_pixels(g, dx + img * image_size, y0, x0, sink, [&](auto&& at) { add_input_tile<T>(at, m + t * cp, ms, g.c); });
         });
       }
     }
@@ -325,7 +310,7 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
   const std::size_t groups = std::clamp<std::size_t>(tl.count / (8 * chunk), 1, 16);
   ctflow::detail::buffer<T> sum(16 * co, false);
   reduce::sum_in_chunk_order(groups, 16 * co, sum.data(), [&](std::size_t group, T* part) {
-    ctflow::detail::buffer<T> vbuf(16 * vs + 16 * cp, false), dbuf(16 * ds, false);
+    ctflow::detail::buffer<T> vbuf(16 * vs + cp, false), dbuf(16 * ds, false);
     T* const v = vbuf.data();
     T* const d = dbuf.data();
     std::fill_n(v + 16 * vs, cp, T(0));
@@ -344,7 +329,7 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
   const V half(T(0.5));
   for (std::size_t k = 0; k < co; k += L) {
     const std::size_t nl = std::min(L, co - k);
-    const auto load = [&](std::size_t pos) { return nl == L ? V::load_unaligned(m + pos * co + k) : load_partial(m + pos * co + k, nl); };
+    const auto load = [&](std::size_t pos) { return load_lanes(m + pos * co + k, nl); };
     V s[3][4];  // G^T M; G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1]
     for (std::size_t j = 0; j < 4; ++j) {
       const V m0 = load(j), m1 = load(4 + j), m2 = load(8 + j), m3 = load(12 + j);
@@ -354,11 +339,7 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
     }
     for (std::size_t i = 0; i < 3; ++i) {  // (G^T M) G
       const V r[3] = {s[i][0] + half * (s[i][1] + s[i][2]), half * (s[i][1] - s[i][2]), half * (s[i][1] + s[i][2]) + s[i][3]};
-      for (std::size_t j = 0; j < 3; ++j) {
-        T* p = df + (i * 3 + j) * co + k;
-        if (nl == L) r[j].store_unaligned(p);
-        else store_partial(p, r[j], nl);
-      }
+      for (std::size_t j = 0; j < 3; ++j) store_lanes(df + (i * 3 + j) * co + k, r[j], nl, false);
     }
   }
 }
