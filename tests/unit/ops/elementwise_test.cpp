@@ -49,6 +49,31 @@ TEST_CASE("a fused expression over large tensors matches the element formula") {
   REQUIRE(r(100002) == Approx(a(100002) + 0.5f * b(100002) / (1.f + std::exp(-c(100002)))).epsilon(1e-5));
 }
 
+TEST_CASE("destinations larger than the cache, written past it, hold every element on any thread count") {
+  // Whole-number values: the sums are exact whichever way the loop computes them. 37 elements
+  // past a multiple of 64 leave a tail after the last whole vectors.
+  const int threads_before = config::get_num_threads();
+  const auto check = [](auto zero) {
+    using T = decltype(zero);
+    const std::size_t n = backend::cpu::cache_bytes / sizeof(T) + 37;
+    Tensor<T, Shape<dyn>> a({n}), b({n});
+    for (std::size_t i = 0; i < n; ++i) a(i) = T(i % 1000), b(i) = T(i % 7);
+    for (int threads : {1, 2, 3}) {
+      config::set_num_threads(threads);
+      Tensor<T, Shape<dyn>> r = a + T(3) * b;
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < n; ++i) wrong += r(i) != T(i % 1000) + T(3) * T(i % 7);
+      r = r - a;  // in place: each element read before it is overwritten
+      for (std::size_t i = 0; i < n; ++i) wrong += r(i) != T(3) * T(i % 7);
+      INFO(sizeof(T) << "-byte elements on " << threads << " threads");
+      CHECK(wrong == 0);
+    }
+  };
+  check(0.0f);
+  check(0.0);
+  config::set_num_threads(threads_before);
+}
+
 TEST_CASE("broadcast operands follow the rows across every axis and thread split") {
   // 10500 rows of 40: each of two threads starts mid-image (row 5250 is (3, 25, 0)), and rows
   // wrap through each axis; b repeats over the first and third axes, c over the second and last.

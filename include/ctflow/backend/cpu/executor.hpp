@@ -20,17 +20,26 @@ namespace ctflow::backend::cpu {
 /// Elements per thread below which a loop stays on one thread.
 inline constexpr std::size_t elementwise_grain = std::size_t(1) << 16;
 
-template <class T, class C> void run_row(T* out, const C& c, std::size_t b, std::size_t e) {
+/// Elements [b, e) of a row. With Stream (out + b 64-byte aligned), whole vectors go past the
+/// cache in non-temporal stores; the caller fences them.
+template <bool Stream = false, class T, class C> void run_row(T* out, const C& c, std::size_t b, std::size_t e) {
   using V = typename C::compute_type;
   if constexpr (C::vectorizable && std::is_same_v<T, V>) {
     constexpr std::size_t L = lanes<V>;
     std::size_t j = b;
     for (; j + 4 * L <= e; j += 4 * L) {
       const auto p0 = c.packet(j), p1 = c.packet(j + L), p2 = c.packet(j + 2 * L), p3 = c.packet(j + 3 * L);
-      p0.store_unaligned(out + j);
-      p1.store_unaligned(out + j + L);
-      p2.store_unaligned(out + j + 2 * L);
-      p3.store_unaligned(out + j + 3 * L);
+      if constexpr (Stream) {
+        store_stream(out + j, p0);
+        store_stream(out + j + L, p1);
+        store_stream(out + j + 2 * L, p2);
+        store_stream(out + j + 3 * L, p3);
+      } else {
+        p0.store_unaligned(out + j);
+        p1.store_unaligned(out + j + L);
+        p2.store_unaligned(out + j + 2 * L);
+        p3.store_unaligned(out + j + 3 * L);
+      }
     }
     for (; j + L <= e; j += L) c.packet(j).store_unaligned(out + j);
     for (; j < e; ++j) out[j] = c.coeff(j);
@@ -49,6 +58,16 @@ template <class T, std::size_t R, class C> void execute(T* out, const dims_t<R>&
   } else {
     if (c.full(d.data(), int(R))) {
       c.bind(d.data(), int(R), true);
+      // A destination too large for the cache would only pass through it: it goes past in
+      // non-temporal stores where they apply (threads start at multiples of 64 elements).
+      if constexpr (C::vectorizable && streams<T>)
+        if (n * sizeof(T) >= cache_bytes && reinterpret_cast<std::uintptr_t>(out) % 64 == 0) {
+          parallel_for(n, elementwise_grain, 64, [&](std::size_t b, std::size_t e) {
+            run_row<true>(out, c, b, e);
+            stream_fence();
+          });
+          return;
+        }
       parallel_for(n, elementwise_grain, 64, [&](std::size_t b, std::size_t e) { run_row(out, c, b, e); });
       return;
     }

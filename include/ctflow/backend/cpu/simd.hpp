@@ -99,35 +99,48 @@ inline void prefetch(const void* p, std::size_t bytes) {
 }
 inline constexpr std::size_t prefetch_distance = 8192;
 
-/// dst[i] = T(src[i]) and src[i] = 0 for i < n; with `stream`, float destinations are written
-/// with non-temporal stores on AVX-512 (the caller ends with stream_fence() before others read
-/// dst).
+/// Whether store_stream writes T past the cache (float and double on AVX-512).
+template <class T> inline constexpr bool streams =
+#if defined(__AVX512F__)
+    (std::is_same_v<T, float> || std::is_same_v<T, double>) && lanes<T> * sizeof(T) == 64;
+#else
+    false;
+#endif
+/// Stores b at p, 64-byte aligned: in a non-temporal store where `streams<T>` (the caller ends
+/// with stream_fence() before others read p), else a normal one.
+template <class T> void store_stream(T* p, const batch<T>& b) {
+#if defined(__AVX512F__)
+  if constexpr (streams<T> && std::is_same_v<T, float>) return _mm512_stream_ps(p, b);
+  else if constexpr (streams<T>) return _mm512_stream_pd(p, b);
+#endif
+  b.store_aligned(p);
+}
+
+/// dst[i] = T(src[i]) and src[i] = 0 for i < n; with `stream`, destinations that `streams` are
+/// written with non-temporal stores (the caller ends with stream_fence() before others read dst).
 template <class T, class V> void move_out(T* dst, V* src, std::size_t n, bool stream) {
   std::size_t i = 0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float> && std::is_same_v<V, float>) {
+  if constexpr (streams<T> && std::is_same_v<T, V>) {
+    constexpr std::size_t L = lanes<T>;
     if (stream) {
       for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) dst[i] = std::exchange(src[i], V(0));
-      for (; i + 16 <= n; i += 16) {
-        _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
-        _mm512_storeu_ps(src + i, _mm512_setzero_ps());
+      for (; i + L <= n; i += L) {
+        store_stream(dst + i, batch<T>::load_unaligned(src + i));
+        batch<T>(T(0)).store_unaligned(src + i);
       }
     }
   }
-#endif
   for (; i < n; ++i) dst[i] = T(std::exchange(src[i], V(0)));
 }
 /// dst[i] = 0 for i < n, streamed as move_out.
 template <class T> void zero_out(T* dst, std::size_t n, bool stream) {
   std::size_t i = 0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (streams<T>) {
     if (stream) {
       for (; i < n && reinterpret_cast<std::uintptr_t>(dst + i) % 64 != 0; ++i) dst[i] = 0;
-      for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_setzero_ps());
+      for (; i + lanes<T> <= n; i += lanes<T>) store_stream(dst + i, batch<T>(T(0)));
     }
   }
-#endif
   std::fill(dst + i, dst + n, T(0));
 }
 /// Orders the non-temporal stores before whatever follows (the end of a parallel task).
