@@ -209,6 +209,12 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
   const auto mg = std::get<1>(value_and_grad(reduce_sum(nn::max_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
   const auto mgs = eval(std::get<0>(grad(reduce_sum(nn::max_pool2d<K, K, S, S, nn::SAME>(x) * weights), x)));
   const auto ag = std::get<1>(value_and_grad(reduce_sum(nn::avg_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
+  // value_and_grad's forward pass, which also saves each window's position of its maximum (and
+  // reads each window straight from x for it).
+  auto node = nn::max_pool2d<K, K, S, S, nn::SAME>(x);
+  Tensor<T, shape_t<decltype(mp)>> saving;
+  Tensor<typename decltype(node)::kernel_type::saved_type, shape_t<decltype(mp)>> positions;
+  { backend::cpu::evaluator<decltype(node)> forward(node, saving.data(), positions.data()); }
   std::vector<float> dmax(x.size(), 0.0f), davg(x.size(), 0.0f);
   std::size_t bad = 0;
   for (std::size_t b = 0; b < n; ++b)
@@ -219,11 +225,11 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
         for (std::size_t ch = 0; ch < c; ++ch) {
           const std::size_t o = ((b * oh + oy) * ow + ox) * c + ch;
           float m = -std::numeric_limits<float>::infinity(), sum = 0;
-          std::size_t first = 0;
+          std::size_t first = 0, position = 0;
           for (std::size_t y = win.y0; y < win.y1; ++y)
             for (std::size_t xx = win.x0; xx < win.x1; ++xx) {
               const std::size_t i = ((b * h + y) * w + xx) * c + ch;
-              if (float(x.data()[i]) > m) { m = float(x.data()[i]); first = i; }
+              if (float(x.data()[i]) > m) { m = float(x.data()[i]); first = i; position = (y - win.y0) * K + (xx - win.x0); }
             }
           for (std::size_t xx = win.x0; xx < win.x1; ++xx) {  // each column's sum, then across them
             float column = 0;
@@ -232,6 +238,8 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
           }
           const float g = float(weights.data()[o]);
           bad += float(mp.data()[o]) != m;
+          bad += float(saving.data()[o]) != m;
+          bad += std::size_t(positions.data()[o]) != position;
           bad += float(ap.data()[o]) != Approx(sum / count).epsilon(1e-2);
           dmax[first] += g;
           for (std::size_t y = win.y0; y < win.y1; ++y)

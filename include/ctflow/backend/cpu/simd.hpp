@@ -66,7 +66,11 @@ template <class T> void store_partial(T* p, const batch<T>& b, std::size_t n) {
 template <class T> void store_bytes(std::uint8_t* p, const batch<T>& b, std::size_t n) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float> && batch<T>::size == 16) {
-    _mm512_mask_cvtepi32_storeu_epi8(p, __mmask16((1u << n) - 1u), _mm512_cvttps_epi32(b));
+    // A whole vector is narrowed in a register, then stored: the narrowing store to memory
+    // (vpmovdb m128) costs more on AMD cores.
+    const __m512i ints = _mm512_cvttps_epi32(b);
+    if (n == 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(ints));
+    else _mm512_mask_cvtepi32_storeu_epi8(p, __mmask16((1u << n) - 1u), ints);
     return;
   }
 #endif

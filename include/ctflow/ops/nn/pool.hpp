@@ -117,10 +117,13 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
   void run(T* out, const expr::strided_view<T, 4>& x) const { run(out, static_cast<typename max_pool_saved<T, KH, KW>::saved_type*>(nullptr), x); }
   /// One output row at a time, in two passes that read memory in order: the window's rows are
   /// combined into one row (`across`, in cache), then each window's columns of it. A NaN never
-  /// wins, as in TensorFlow. With `saved` (max pooling under value_and_grad), each window's
-  /// position of its first element equal to the maximum, in row-major order, is found while its
-  /// rows are in cache: (y - y0) * KW + (x - x0) from the window's clipped corner, none where no
-  /// element is (every one NaN). MaxPoolGradWithArgmax then needs neither x nor y.
+  /// wins, as in TensorFlow. With `saved` (max pooling under value_and_grad), each window is
+  /// instead read once, straight from x, and its maximum (its columns' maxima combined, the
+  /// order of the two passes) and then the position of its first element equal to it, in
+  /// row-major order, are found from the same loads: (y - y0) * KW + (x - x0) from the window's
+  /// clipped corner, none where no element is (every one NaN). Every element has to be compared
+  /// with the maximum anyway, so the `across` pass would only add work. MaxPoolGradWithArgmax
+  /// then needs neither x nor y.
   template <class P = typename max_pool_saved<T, KH, KW>::saved_type> void run(T* out, P* saved, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
     const std::size_t row = g.w * g.c, c = g.c;
@@ -134,7 +137,8 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
         g.window(oy, 0, y0, y1, x0, x1);
         const std::size_t height = y1 - y0;
         const T* first = x.data + (n * g.h + y0) * row;
-        on_extent<KH>(height, [&](auto rows) {
+        const bool direct = Max && saved;
+        if (!direct) on_extent<KH>(height, [&](auto rows) {
           each_channel_vector<T>(row, [&](std::size_t i, auto load, auto store) {
             using B = decltype(load(first));
             const std::size_t pitch = row;  // a local: the store below may alias the captures
@@ -164,6 +168,31 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
         for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
           if (ox * share < next_bytes) backend::cpu::prefetch(next + ox * share, std::min(share, next_bytes - ox * share));
           g.window(oy, ox, y0, y1, x0, x1);
+          if (direct) {
+            on_extent<KH>(height, [&](auto rows) {
+              on_extent<KW>(x1 - x0, [&](auto cols) {
+                each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+                  using B = decltype(load(first));
+                  // Locals, not captures: the stores below may alias whatever the closures refer to.
+                  const T* const corner = first + x0 * c + c0;
+                  const std::size_t step = c, pitch = row;
+                  B acc(-std::numeric_limits<V>::infinity());
+                  for (std::size_t j = 0; j < cols; ++j) {
+                    B column(-std::numeric_limits<V>::infinity());
+                    for (std::size_t k = 0; k < rows; ++k) column = max_of(load(corner + k * pitch + j * step), column);
+                    acc = j == 0 ? column : max_of(column, acc);
+                  }
+                  // Backwards, so that the first match in row-major order is the one kept.
+                  B pos(V(-1));
+                  for (std::size_t k = rows; k-- > 0;)
+                    for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
+                  store(o + c0, acc);
+                  store_positions(at + ox * step + c0, pos, std::min(backend::cpu::lanes<T>, step - c0), store);
+                });
+              });
+            });
+            continue;
+          }
           const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
           const V* window = across + x0 * c;
           on_extent<KW>(x1 - x0, [&](auto cols) {
@@ -177,18 +206,6 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
                 else acc = acc + v;
               }
               store(o + c0, Max ? acc : acc * B(scale));
-              if constexpr (Max) {
-                if (!at) return;
-                // Backwards, so that the first match in row-major order is the one kept.
-                const T* corner = first + x0 * step + c0;
-                const std::size_t pitch = row;
-                B pos(V(-1));
-                on_extent<KH>(height, [&](auto rows) {
-                  for (std::size_t k = rows; k-- > 0;)
-                    for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
-                });
-                store_positions(at + ox * step + c0, pos, std::min(backend::cpu::lanes<T>, step - c0), store);
-              }
             });
           });
         }
