@@ -141,6 +141,8 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
   };
   check(1, 1, 1);
   check(1, 128, 784);
+  check(1, 300, 785);  // a row of A: k in two runs and a step left over, two whole B passes and a rest
+  check(1, 130, 1);    // k shorter than the runs
   check(8, 10, 128);
   check(16, 16, 16);
   check(13, 7, 31);  // one vector across, 8 rows and a remainder, k split unevenly

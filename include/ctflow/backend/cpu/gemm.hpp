@@ -208,34 +208,40 @@ void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdif
 }
 
 /// RR rows x NV vectors of C straight from A and row-major B (unit column stride), no packing.
-/// Small tiles split k S ways (even and odd steps into separate accumulators, summed at the end)
-/// so that about 16 independent FMA chains hide the FMA latency.
+/// Small tiles split k S ways, each part into its own accumulators (summed at the end), so that
+/// about 16 independent FMA chains hide the FMA latency. The parts take k's steps in turn (steps
+/// p .. p + S - 1 go one to each), except in the widest tile of a single row of A, which reads
+/// B in whole rows, one pass over it: there part s takes the s-th run of k / S steps, so that S
+/// streams through a B that comes from L2 keep more of its lines in flight than one.
 template <class T, std::size_t RR, std::size_t NV>
 [[gnu::flatten]] inline void small_tile(std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
                                         T* c, std::ptrdiff_t ldc, std::size_t nr, bool accumulate) {
   using V = batch<T>;
   constexpr std::size_t L = lanes<T>;
   constexpr std::size_t S = std::clamp<std::size_t>(16 / (RR * NV), 1, 4);
+  constexpr bool runs = RR == 1 && NV == 8;
   const bool full = nr == NV * L;
-  const std::size_t tail = nr - (NV - 1) * L;
+  const std::size_t tail = nr - (NV - 1) * L, per = k / S;
   V acc[S][RR][NV];
   unroll(std::make_index_sequence<S>{}, [&](auto s) {
     unroll(std::make_index_sequence<RR>{}, [&](auto i) { unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[s][i][v] = V(T(0)); }); });
   });
-  // Steps p .. p + S - 1 (or just p, into the first accumulators, for the last k % S).
+  // Steps p .. p + S - 1 (or just p, into the first accumulators, for the last k % S): rows
+  // p .. p + S - 1 of B, or in runs row p / S of each run.
   std::size_t p = 0;
   for (std::size_t steps = S; p < k; p += steps) {
     steps = p + S <= k ? S : 1;
     unroll(std::make_index_sequence<S>{}, [&](auto s) {
       if (s >= steps) return;
-      const T* brow = b + std::ptrdiff_t(p + s) * rsb;
+      const std::size_t row = runs && steps == S ? p / S + s * per : p + s;
+      const T* brow = b + std::ptrdiff_t(row) * rsb;
       V bv[NV];
       unroll(std::make_index_sequence<NV>{}, [&](auto v) {
         if (v + 1 < NV || full) bv[v] = V::load_unaligned(brow + v * L);
         else bv[v] = load_partial(brow + v * L, tail);
       });
       unroll(std::make_index_sequence<RR>{}, [&](auto i) {
-        const V ai(a[std::ptrdiff_t(i) * rsa + std::ptrdiff_t(p + s) * csa]);
+        const V ai(a[std::ptrdiff_t(i) * rsa + std::ptrdiff_t(row) * csa]);
         unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[s][i][v] = xsimd::fma(ai, bv[v], acc[s][i][v]); });
       });
     });
