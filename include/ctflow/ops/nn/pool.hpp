@@ -367,10 +367,13 @@ template <class T, class SX, std::size_t KH, std::size_t KW> struct max_pool_arg
               using B = decltype(load(dy.data));
               // Locals, not captures: the stores below may alias whatever the closures refer to.
               const std::size_t step = c, o = at + ox * c + c0, corner = x0 * c + c0;
-              const B d = load(dy.data + o), pos = load_positions<B>(saved.data + o, std::min(backend::cpu::lanes<T>, step - c0), load), zero(0);
+              const B d = load(dy.data + o), pos = load_positions<B>(saved.data + o, std::min(backend::cpu::lanes<T>, step - c0), load);
               for (std::size_t k = 0; k < height; ++k) {
                 V* const pa = window_rows[k] + corner;
-                for (std::size_t j = 0; j < cols; ++j) store(pa + j * step, load(pa + j * step) + select(pos == B(V(k * KW + j)), d, zero));
+                for (std::size_t j = 0; j < cols; ++j) {  // a masked add: the other lanes keep their bits
+                  const B acc = load(pa + j * step);
+                  store(pa + j * step, select(pos == B(V(k * KW + j)), acc + d, acc));
+                }
               }
             });
           });
