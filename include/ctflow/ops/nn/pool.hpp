@@ -127,9 +127,9 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
   template <class P = typename max_pool_saved<T, KH, KW>::saved_type> void run(T* out, P* saved, const expr::strided_view<T, 4>& x) const {
     using V = compute_t<T>;
     const std::size_t row = g.w * g.c, c = g.c;
-    const bool ahead = g.exceeds_cache<T>();
+    const bool ahead = g.exceeds_cache<T>(), direct = Max && saved;
     backend::cpu::parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
-      ctflow::detail::buffer<V> across_rows(row, false);
+      ctflow::detail::buffer<V> across_rows(direct ? 0 : row, false);
       V* const across = across_rows.data();
       for (std::size_t r = b; r < e; ++r) {
         const std::size_t n = r / g.oh, oy = r % g.oh;
@@ -137,7 +137,6 @@ struct pool_kernel : std::conditional_t<Max, max_pool_saved<T, KH, KW>, nothing_
         g.window(oy, 0, y0, y1, x0, x1);
         const std::size_t height = y1 - y0;
         const T* first = x.data + (n * g.h + y0) * row;
-        const bool direct = Max && saved;
         if (!direct) on_extent<KH>(height, [&](auto rows) {
           each_channel_vector<T>(row, [&](std::size_t i, auto load, auto store) {
             using B = decltype(load(first));
