@@ -146,6 +146,7 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
   check(8, 10, 128);
   check(16, 16, 16);
   check(13, 7, 31);  // one vector across, 8 rows and a remainder, k split unevenly
+  check(24, 16, 70);  // one whole vector across: A's values in vectors for 64 steps, 6 left over
   check(1, 16, 33);
   check(37, 45, 53);
   check(200, 333, 129);
@@ -176,7 +177,9 @@ template <class T, std::size_t M, std::size_t K, std::size_t N> void check_stati
 }  // namespace
 
 TEST_CASE("small static products (unrolled, sizes as constants) equal their loop definition") {
-  check_static_product<float, 8, 128, 10>();   // k split three ways with two steps left over
+  check_static_product<float, 8, 128, 10>();   // A's values in vectors, 16 steps at a time
+  check_static_product<float, 8, 37, 10>();    // and then k split three ways with two steps left over
+  check_static_product<float, 12, 50, 16>();   // 12 rows, 4 of them shuffled; k split two ways
   check_static_product<float, 16, 16, 16>();   // 16 rows in one tile
   check_static_product<float, 13, 7, 10>();    // a partial vector, rows short of a tile
   check_static_product<float, 16, 9, 40>();    // three vectors across: tiles of 5 rows and a remainder

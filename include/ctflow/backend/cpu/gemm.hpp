@@ -39,6 +39,34 @@ template <std::size_t... I, class F> inline __attribute__((always_inline)) void 
   (f(std::integral_constant<std::size_t, I>{}), ...);
 }
 
+/// Whether a tile of R rows of A times one vector of B takes A's values in vectors (lane_steps):
+/// there each value of A meets a single FMA, so broadcasting them all from memory would make
+/// the loads, not the FMAs, the bottleneck.
+template <class T, std::size_t R, std::size_t NV> inline constexpr bool lane_tile = shuffles_lanes<T> && NV == 1 && R >= 8;
+
+/// Steps 0 .. L - 1 of a lane_tile: acc[j % S][i][0] += a[i * rsa + j] * load_b(j). The last
+/// half of the rows, four at most (their vectors and shuffled groups take registers), load L
+/// values in one vector and spread them by shuffles; the others broadcast from memory. That keeps
+/// both loads and shuffles below the FMAs' rate.
+template <class T, std::size_t S, std::size_t R, class LoadB>
+inline __attribute__((always_inline)) void lane_steps(const T* a, std::ptrdiff_t rsa, LoadB&& load_b, batch<T> (&acc)[S][R][1]) {
+  using V = batch<T>;
+  constexpr std::size_t H = R - std::min<std::size_t>(R / 2, 4);
+  const T* row[H];
+  V av[R - H];
+  unroll(std::make_index_sequence<H>{}, [&](auto i) { row[i] = a + std::ptrdiff_t(i) * rsa; });
+  unroll(std::make_index_sequence<R - H>{}, [&](auto i) { av[i] = V::load_unaligned(a + std::ptrdiff_t(H + i) * rsa); });
+  unroll(std::make_index_sequence<lanes<T>>{}, [&](auto j) {
+    const V b = load_b(std::size_t(j));
+    unroll(std::make_index_sequence<R>{}, [&](auto i) {
+      V ai;
+      if constexpr (i < H) ai = V(row[i][j]);
+      else ai = broadcast_lane<j>(av[i - H]);
+      acc[j % S][i][0] = xsimd::fma(ai, b, acc[j % S][i][0]);
+    });
+  });
+}
+
 /// MR x NR tile: C[0:mr, 0:nr] (+)= Ap(MR x kc) * Bp(kc x NR).
 template <class T> [[gnu::flatten]] inline void micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b, T* c,
                                             std::ptrdiff_t ldc, bool accumulate, std::size_t mr, std::size_t nr) {
@@ -226,9 +254,16 @@ template <class T, std::size_t RR, std::size_t NV>
   unroll(std::make_index_sequence<S>{}, [&](auto s) {
     unroll(std::make_index_sequence<RR>{}, [&](auto i) { unroll(std::make_index_sequence<NV>{}, [&](auto v) { acc[s][i][v] = V(T(0)); }); });
   });
+  std::size_t p = 0;
+  if constexpr (lane_tile<T, RR, NV>)
+    if (csa == 1)
+      for (; p + L <= k; p += L)
+        lane_steps<T, S, RR>(a + p, rsa, [&](std::size_t j) {
+          const T* brow = b + std::ptrdiff_t(p + j) * rsb;
+          return full ? V::load_unaligned(brow) : load_partial(brow, tail);
+        }, acc);
   // Steps p .. p + S - 1 (or just p, into the first accumulators, for the last k % S): rows
   // p .. p + S - 1 of B, or in runs row p / S of each run.
-  std::size_t p = 0;
   for (std::size_t steps = S; p < k; p += steps) {
     steps = p + S <= k ? S : 1;
     unroll(std::make_index_sequence<S>{}, [&](auto s) {
@@ -295,10 +330,12 @@ void small(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff
 /// R rows of C = A * B for compile-time sizes, A and B contiguous and row-major: the small
 /// tiles' scheme with every trip count and offset a constant, in plain loops the compiler unrolls
 /// into registers.
-template <class T, std::size_t R, std::size_t K, std::size_t N> inline void static_tile(const T* a, const T* b, T* c) {
+template <class T, std::size_t R, std::size_t K, std::size_t N> [[gnu::flatten]] inline void static_tile(const T* a, const T* b, T* c) {
   using V = batch<T>;
   constexpr std::size_t L = lanes<T>, NV = (N + L - 1) / L, tail = N - (NV - 1) * L;
-  constexpr std::size_t S = std::clamp<std::size_t>(24 / (R * NV), 1, 4), KS = K / S * S;
+  constexpr std::size_t S = std::clamp<std::size_t>(24 / (R * NV), 1, 4);
+  // Steps 0 .. P0 - 1 in lane_steps, P0 .. KS - 1 S at a time, the rest one by one.
+  constexpr std::size_t P0 = lane_tile<T, R, NV> ? K / L * L : 0, KS = P0 + (K - P0) / S * S;
   V acc[S][R][NV];
 #pragma GCC unroll 4
   for (std::size_t s = 0; s < S; ++s)
@@ -316,7 +353,9 @@ template <class T, std::size_t R, std::size_t K, std::size_t N> inline void stat
     for (std::size_t v = 0; v < NV; ++v) bv[v] = v + 1 < NV || p < whole_rows ? V::load_unaligned(q + v * L) : load_partial(q + v * L, tail);
     return bv;
   };
-  for (std::size_t p = 0; p < KS; p += S)
+  if constexpr (P0 > 0)
+    for (std::size_t p = 0; p < P0; p += L) lane_steps<T, S, R>(a + p, K, [&](std::size_t j) { return row(p + j)[0]; }, acc);
+  for (std::size_t p = P0; p < KS; p += S)
 #pragma GCC unroll 4
     for (std::size_t s = 0; s < S; ++s) {
       const std::array<V, NV> bv = row(p + s);

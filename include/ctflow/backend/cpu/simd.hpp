@@ -61,6 +61,27 @@ template <class T> void store_partial(T* p, const batch<T>& b, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
 }
 
+/// Whether broadcast_lane is two register shuffles (AVX-512 float) rather than a trip through
+/// memory.
+template <class T> inline constexpr bool shuffles_lanes =
+#if defined(__AVX512F__)
+    std::is_same_v<T, float> && lanes<T> == 16;
+#else
+    false;
+#endif
+
+/// Lane I of v in every lane. Consecutive calls for lanes I of one group of four share the
+/// shuffle that spreads that group's 128 bits.
+template <std::size_t I, class T> batch<T> broadcast_lane(const batch<T>& v) {
+#if defined(__AVX512F__)
+  if constexpr (shuffles_lanes<T>) {
+    const __m512 group = _mm512_shuffle_f32x4(v, v, 0x55 * (I / 4));
+    return batch<T>(_mm512_permute_ps(group, 0x55 * (I % 4)));
+  }
+#endif
+  return batch<T>(v.get(I));
+}
+
 /// Small integers held in lanes (0 to 254, or -1), as bytes: the first n (<= lanes) lanes of b
 /// to p, -1 as 255; never writes past p + n.
 template <class T> void store_bytes(std::uint8_t* p, const batch<T>& b, std::size_t n) {
