@@ -1,9 +1,12 @@
-// SGEMM: ctflow's GEMM against OpenBLAS (cblas_sgemm) on the same inputs, one and two threads.
-// Run OpenBLAS at its best core type: OPENBLAS_CORETYPE=SkylakeX (scripts/bench.sh sets it).
+// SGEMM: ctflow's GEMM against OpenBLAS (cblas_sgemm) on the same inputs, one and two threads,
+// and against the FMA peak (bench/fma_peak.hpp) measured in the same run. Run OpenBLAS at its best
+// core type: OPENBLAS_CORETYPE=SkylakeX (scripts/bench.sh sets it, and interleaves repetitions).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <ctflow/ctflow.hpp>
+
+#include "fma_peak.hpp"
 
 using namespace ctflow;
 
@@ -16,9 +19,6 @@ void set_threads(int t) {
   openblas_set_num_threads(t);
 }
 
-void report(benchmark::State& s, double m, double n, double k) {
-  s.counters["GFLOP/s"] = benchmark::Counter(2 * m * n * k, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-}
 
 /// Times multiply(a, b, c) for c = a * b on uniform inputs of the benchmark's m, k, n.
 template <class Multiply> void sgemm(benchmark::State& s, Multiply multiply) {
@@ -31,7 +31,7 @@ template <class Multiply> void sgemm(benchmark::State& s, Multiply multiply) {
     multiply(a, b, c);
     benchmark::DoNotOptimize(c.data());
   }
-  report(s, double(m), double(n), double(k));
+  ctflow_bench::count_flops(s, 2.0 * double(m) * double(n) * double(k));
 }
 
 void openblas_multiply(const auto& a, const auto& b, auto& c) {
@@ -79,6 +79,7 @@ template <std::size_t M, std::size_t K, std::size_t N> void openblas_small(bench
 
 }  // namespace
 
+BENCHMARK(ctflow_bench::fma_peak)->Name("fma_peak")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(ctflow_sgemm)->Apply(shapes);
 BENCHMARK(openblas_sgemm)->Apply(shapes);
 BENCHMARK_TEMPLATE(ctflow_small, 1, 784, 128);

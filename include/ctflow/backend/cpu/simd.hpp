@@ -75,8 +75,10 @@ template <class T> inline constexpr bool shuffles_lanes =
 template <std::size_t I, class T> batch<T> broadcast_lane(const batch<T>& v) {
 #if defined(__AVX512F__)
   if constexpr (shuffles_lanes<T>) {
-    const __m512 group = _mm512_shuffle_f32x4(v, v, 0x55 * (I / 4));
-    return batch<T>(_mm512_permute_ps(group, 0x55 * (I % 4)));
+    // The zero-masking forms with every lane kept: GCC 12 warns of the _mm512_undefined_ps() in
+    // the plain ones once they are inlined. The same instructions come out.
+    const __m512 group = _mm512_maskz_shuffle_f32x4(__mmask16(0xFFFF), v, v, 0x55 * (I / 4));
+    return batch<T>(_mm512_maskz_permute_ps(__mmask16(0xFFFF), group, 0x55 * (I % 4)));
   }
 #endif
   return batch<T>(v.get(I));
