@@ -240,7 +240,9 @@ void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdif
 /// about 16 independent FMA chains hide the FMA latency. The parts take k's steps in turn (steps
 /// p .. p + S - 1 go one to each), except in the widest tile of a single row of A, which reads
 /// B in whole rows, one pass over it: there part s takes the s-th run of k / S steps, so that S
-/// streams through a B that comes from L2 keep more of its lines in flight than one.
+/// streams through a B that comes from L2 keep more of its lines in flight than one. A lane_tile
+/// with A contiguous along k first takes k's steps L at a time in lane_steps (steps p + j still
+/// go to part j % S).
 template <class T, std::size_t RR, std::size_t NV>
 [[gnu::flatten]] inline void small_tile(std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
                                         T* c, std::ptrdiff_t ldc, std::size_t nr, bool accumulate) {
