@@ -8,13 +8,12 @@
 
 #include <ctflow/ctflow.hpp>
 
+#include "counters.hpp"
+
 namespace ctflow_bench {
 
 /// Sets the "GFLOP/s" counter of s to per_iteration flops per iteration.
-inline void count_flops(benchmark::State& s, double per_iteration) {
-  s.counters["GFLOP/s"] = benchmark::Counter(per_iteration, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  s.counters["GFLOP/s"].value /= 1e9;
-}
+inline void count_flops(benchmark::State& s, double per_iteration) { count_rate(s, "GFLOP/s", per_iteration); }
 
 /// range(0): threads. 24 chains per thread, as many as the GEMM micro-kernel's accumulators: with
 /// 4 cycles of FMA latency and 2 FMA pipes, 8 would do.

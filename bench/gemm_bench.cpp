@@ -19,7 +19,6 @@ void set_threads(int t) {
   openblas_set_num_threads(t);
 }
 
-
 /// Times multiply(a, b, c) for c = a * b on uniform inputs of the benchmark's m, k, n.
 template <class Multiply> void sgemm(benchmark::State& s, Multiply multiply) {
   const std::size_t m = std::size_t(s.range(0)), k = std::size_t(s.range(1)), n = std::size_t(s.range(2));

@@ -6,15 +6,14 @@
 
 #include <ctflow/ctflow.hpp>
 
+#include "counters.hpp"
+
 namespace ctflow_bench {
 
 inline constexpr std::size_t triad_size = std::size_t(1) << 24;  // 64 MiB per float array: well past the caches
 
 /// Sets the "GB/s" counter of s to per_iteration bytes per iteration.
-inline void count_bytes(benchmark::State& s, double per_iteration) {
-  s.counters["GB/s"] = benchmark::Counter(per_iteration, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  s.counters["GB/s"].value /= 1e9;
-}
+inline void count_bytes(benchmark::State& s, double per_iteration) { count_rate(s, "GB/s", per_iteration); }
 
 /// range(0): threads.
 inline void triad(benchmark::State& s) {
