@@ -23,22 +23,21 @@ echo "== GEMM (GFLOP/s) against OpenBLAS at its best core type and the FMA peak 
 echo "   (goals: ahead of OpenBLAS at every shape; 90% of the peak on 1 thread from n = 512; the static shapes in 2/3 of OpenBLAS's time)"
 OPENBLAS_CORETYPE=SkylakeX ./build/bench/bench_gemm $mixed --benchmark_filter="${GEMM_FILTER:-.}" 2>/dev/null \
   | grep median | tee /tmp/ctflow_gemm.txt
-for t in 1 2; do
+# Every shape the run measured (threads, then m, k, n), in order of threads and size.
+sed -nE 's#^ctflow_sgemm/(m:[0-9]+/k:[0-9]+/n:[0-9]+)/threads:([0-9]+)/.*#\2 \1#p' /tmp/ctflow_gemm.txt | sort -V |
+while read -r t shape; do
   peak=$(field /tmp/ctflow_gemm.txt "fma_peak/$t/" GFLOP/s)
-  for shape in m:64/k:64/n:64 m:128/k:128/n:128 m:256/k:256/n:256 m:512/k:512/n:512 m:1024/k:1024/n:1024 \
-               m:2048/k:2048/n:2048 m:43264/k:9/n:32 m:7744/k:288/n:64 m:64/k:1600/n:128 m:64/k:128/n:10; do
-    ours=$(field /tmp/ctflow_gemm.txt "ctflow_sgemm/$shape/threads:$t/" GFLOP/s)
-    blas=$(field /tmp/ctflow_gemm.txt "openblas_sgemm/$shape/threads:$t/" GFLOP/s)
-    [ -n "$ours" ] && [ -n "$blas" ] && [ -n "$peak" ] || continue
-    echo "threads=$t $shape: ctflow ${ours}, OpenBLAS ${blas}, FMA peak ${peak}; ctflow/OpenBLAS $(ratio "$ours" "$blas"), ctflow/peak $(ratio "$ours" "$peak")"
-  done
+  ours=$(field /tmp/ctflow_gemm.txt "ctflow_sgemm/$shape/threads:$t/" GFLOP/s)
+  blas=$(field /tmp/ctflow_gemm.txt "openblas_sgemm/$shape/threads:$t/" GFLOP/s)
+  [ -n "$blas" ] && [ -n "$peak" ] || continue
+  echo "threads=$t $shape: ctflow ${ours}, OpenBLAS ${blas}, FMA peak ${peak}; ctflow/OpenBLAS $(ratio "$ours" "$blas"), ctflow/peak $(ratio "$ours" "$peak")"
 done
 # small_time NAME: the median time of a benchmark whose name holds spaces (the static shapes).
 small_time() { awk -v t="$1_median" 'index($0, t) == 1 { split(substr($0, length(t) + 1), f, " "); print f[1]; exit }' /tmp/ctflow_gemm.txt; }
-for shape in "1, 784, 128" "8, 128, 10" "16, 16, 16"; do
+sed -nE 's#^ctflow_small<([0-9, ]+)>_median.*#\1#p' /tmp/ctflow_gemm.txt | while read -r shape; do
   ours=$(small_time "ctflow_small<$shape>")
   blas=$(small_time "openblas_small<$shape>")
-  [ -n "$ours" ] && [ -n "$blas" ] || continue
+  [ -n "$blas" ] || continue
   echo "static $shape: ctflow ${ours} ns, OpenBLAS ${blas} ns; ctflow/OpenBLAS $(ratio "$ours" "$blas")"
 done
 
