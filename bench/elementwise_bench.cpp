@@ -1,6 +1,9 @@
 // Bandwidth of a fused 3-input element-wise expression and of reductions over the last and the
-// first axis, against a STREAM triad measured in the same run (a = b + s * c, 3 streams).
+// first axis, against a STREAM triad measured in the same run (a = b + s * c, 3 streams); and the
+// cost of one parallel call of the thread pool.
 #include <benchmark/benchmark.h>
+
+#include <cmath>
 
 #include <ctflow/ctflow.hpp>
 
@@ -47,11 +50,26 @@ void reduce_first(benchmark::State& s) {
   count_bytes(s, double(n) * sizeof(float));
 }
 
+/// One call of the thread pool on 2 threads, each task range(0) steps of a dependent FMA chain
+/// (4 cycles a step): the cost of dispatching a parallel loop, which decides how large a loop
+/// must be to be worth splitting.
+void parallel_call(benchmark::State& s) {
+  const int steps = int(s.range(0));
+  config::set_num_threads(2);
+  for (auto _ : s)
+    backend::cpu::pool().run(2, [&](int t) {
+      float x = float(t);
+      for (int i = 0; i < steps; ++i) x = std::fma(x, 0.999f, 1.f);
+      benchmark::DoNotOptimize(x);
+    });
+}
+
 }  // namespace
 
 BENCHMARK(ctflow_bench::triad)->Name("triad")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(fused3)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_last)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_first)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(parallel_call)->Arg(0)->Arg(1000)->UseRealTime();
 
 BENCHMARK_MAIN();

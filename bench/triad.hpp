@@ -29,7 +29,7 @@ inline void triad(benchmark::State& s) {
     const float* pc = c.data();
     backend::cpu::pool().run(threads, [&](int t) {
       const std::size_t lo = n * std::size_t(t) / std::size_t(threads), hi = n * std::size_t(t + 1) / std::size_t(threads);
-#pragma omp simd
+#pragma GCC ivdep
       for (std::size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.f * pc[i];
     });
     benchmark::DoNotOptimize(pa);

@@ -3,8 +3,13 @@
 
 #include <ctflow/ctflow.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 using namespace ctflow;
 
@@ -141,6 +146,34 @@ TEST_CASE("random values are seeded, deterministic and have the right moments") 
   REQUIRE(var() == Approx(4.0).epsilon(0.05));
   auto t = truncated_normal<float, Shape<5000>>(3, 0.0, 1.0);
   for (float v : t) REQUIRE(std::abs(v) <= 2.f);
+}
+
+TEST_CASE("the thread pool runs every task of every call exactly once, and rethrows a task's exception") {
+  auto& pool = backend::cpu::pool();
+  const int threads = pool.size();
+  for (int size : {1, 2, 3, 4}) {
+    config::set_num_threads(size);
+    std::vector<std::atomic<int>> runs(std::size_t(size) * 1000);
+    // Calls of every task count in quick succession (workers spinning), then a few after the
+    // workers have gone to sleep: the caller may take any task, never one twice.
+    for (int call = 0; call < 1000; ++call) {
+      const int tasks = 1 + call % size;
+      pool.run(tasks, [&](int t) { runs[std::size_t(call) * std::size_t(size) + std::size_t(t)].fetch_add(1); });
+      if (call % 250 == 249) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (int call = 0; call < 1000; ++call)
+      for (int t = 0; t < size; ++t) REQUIRE(runs[std::size_t(call) * std::size_t(size) + std::size_t(t)].load() == (t < 1 + call % size ? 1 : 0));
+    std::atomic<int> ran{0};
+    REQUIRE_THROWS_WITH(pool.run(size, [&](int t) {
+      ran.fetch_add(1);
+      if (t == size - 1) throw io_error("task " + std::to_string(t));
+    }), "task " + std::to_string(size - 1));
+    REQUIRE(ran.load() == size);
+    int after = 0;
+    pool.run(1, [&](int) { ++after; });
+    REQUIRE(after == 1);
+  }
+  config::set_num_threads(threads);
 }
 
 TEST_CASE("thread count does not change results") {

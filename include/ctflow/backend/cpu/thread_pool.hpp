@@ -1,12 +1,13 @@
 #pragma once
 // A small thread pool with fixed work partitioning: task i of n always covers the same range, so
 // results never depend on thread timing. Workers spin briefly before sleeping (waking a thread
-// costs 3-50 us here).
+// costs 3-50 us here), and the caller takes any task a sleeping worker has not claimed yet.
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -17,12 +18,13 @@ namespace ctflow::backend::cpu {
 /// A non-owning reference to a callable `void(int)`: dispatching a parallel loop allocates nothing.
 class task_ref {
  public:
+  task_ref() = default;
   template <class F> task_ref(const F& f) : obj_(&f), call_([](const void* o, int t) { (*static_cast<const F*>(o))(t); }) {}
   void operator()(int t) const { call_(obj_, t); }
 
  private:
-  const void* obj_;
-  void (*call_)(const void*, int);
+  const void* obj_ = nullptr;
+  void (*call_)(const void*, int) = nullptr;
 };
 
 class thread_pool {
@@ -36,58 +38,83 @@ class thread_pool {
 
   void resize(int threads) {
     stop();
-    threads = std::max(threads, 1);
+    threads = std::clamp(threads, 1, max_threads);
     quit_ = false;
-    tasks_ = 0;
-    // New workers wait for the next generation, never for a call that has already returned.
-    const unsigned now = generation_.load(std::memory_order_acquire);
+    owner_ = std::vector<slot>(std::size_t(threads));
+    // New workers wait for the next call, never for one that has already returned.
+    const std::uint64_t now = call_.load(std::memory_order_acquire);
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, now] { work(i, now); });
   }
 
-  /// Runs fn(t) for t in [0, tasks) with tasks <= size(); the caller runs task 0. Rethrows the
-  /// first exception a task threw.
+  /// Runs fn(t) for t in [0, tasks) with tasks <= size(), and rethrows the first exception a
+  /// task threw. Task t runs on thread t (the caller is thread 0) unless that thread is late:
+  /// a thread that is done with its own task takes any task not started yet, so a worker still
+  /// asleep delays nothing. Which thread runs task t may vary; what it computes does not.
   void run(int tasks, task_ref fn) {
     tasks = std::min(tasks, size());
     if (tasks <= 1 || in_task_) { for (int t = 0; t < tasks; ++t) fn(t); return; }
     std::lock_guard call(call_mutex_);
-    fn_ = &fn;
-    tasks_ = tasks;
+    fn_ = fn;
     error_ = nullptr;
-    pending_.store(tasks - 1, std::memory_order_relaxed);
+    pending_.store(tasks, std::memory_order_relaxed);
+    const std::uint64_t id = ((call_.load(std::memory_order_relaxed) >> 16) + 1) << 16 | std::uint64_t(tasks);
     {
+      // Published under m_, so that a worker going to sleep either sees this call or is woken.
       std::lock_guard lk(m_);
-      generation_.fetch_add(1, std::memory_order_release);
+      call_.store(id, std::memory_order_release);
     }
     cv_.notify_all();
-    invoke(0);
-    while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    take(id, 0);
+    for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin)
+      if (spin < 1000) __builtin_ia32_pause();
+      else std::this_thread::yield();
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
-  void invoke(int t) {
+  static constexpr int max_threads = 1 << 15;
+  /// The call that claimed a task: call ids only grow, so a claim never undoes a later one.
+  struct alignas(64) slot {
+    std::atomic<std::uint64_t> claimed{0};
+  };
+
+  /// Claims task t of call `id` (a call number in bits 16-63, its task count below).
+  bool claim(std::uint64_t id, int t) {
+    std::uint64_t was = owner_[std::size_t(t)].claimed.load(std::memory_order_relaxed);
+    while (was < id)
+      if (owner_[std::size_t(t)].claimed.compare_exchange_weak(was, id, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
+    return false;
+  }
+  void execute(int t) {
     in_task_ = true;
-    try { (*fn_)(t); } catch (...) {
+    try { fn_(t); } catch (...) {
       std::lock_guard lk(error_mutex_);
       if (!error_) error_ = std::current_exception();
     }
     in_task_ = false;
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
-  void work(int id, unsigned seen) {
+  /// Thread `self`'s share of call `id`: its own task, then any other not claimed yet. Every task
+  /// of a call is claimed before it returns, so a late worker claims nothing of a call that is over.
+  void take(std::uint64_t id, int self) {
+    const int tasks = int(id & 0xFFFF);
+    if (self >= tasks) return;
+    if (claim(id, self)) execute(self);
+    for (int t = 0; t < tasks; ++t)
+      if (t != self && claim(id, t)) execute(t);
+  }
+  void work(int self, std::uint64_t seen) {
+    const auto called = [&] { return call_.load(std::memory_order_acquire) != seen; };
     for (;;) {
-      // Spin a little: most parallel loops follow each other closely.
-      for (int spin = 0; spin < 20000 && generation_.load(std::memory_order_acquire) == seen && !quit_; ++spin)
-        __builtin_ia32_pause();
-      {
+      // Spin a little, without the mutex: most parallel loops follow each other closely.
+      for (int spin = 0; spin < 20000 && !called() && !quit_.load(std::memory_order_relaxed); ++spin) __builtin_ia32_pause();
+      if (!called()) {
         std::unique_lock lk(m_);
-        cv_.wait(lk, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
-        if (quit_) return;
-        seen = generation_.load(std::memory_order_acquire);
+        cv_.wait(lk, [&] { return quit_ || called(); });
       }
-      if (id < tasks_) {
-        invoke(id);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
-      }
+      if (quit_) return;
+      seen = call_.load(std::memory_order_acquire);
+      take(seen, self);
     }
   }
   void stop() {
@@ -101,13 +128,15 @@ class thread_pool {
   }
 
   std::vector<std::thread> workers_;
+  std::vector<slot> owner_;
   std::mutex m_, call_mutex_, error_mutex_;
   std::condition_variable cv_;
-  std::atomic<unsigned> generation_{0};
-  std::atomic<int> pending_{0};
-  const task_ref* fn_ = nullptr;
-  int tasks_ = 0;
-  bool quit_ = false;
+  // A call's id and task in one cache line (a worker fetches both at once), the count of
+  // unfinished tasks that the caller waits on in another.
+  alignas(64) std::atomic<std::uint64_t> call_{0};
+  task_ref fn_;
+  alignas(64) std::atomic<int> pending_{0};
+  std::atomic<bool> quit_{false};
   std::exception_ptr error_;
   static inline thread_local bool in_task_ = false;
 };
