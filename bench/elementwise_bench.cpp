@@ -1,6 +1,6 @@
 // Bandwidth of a fused 3-input element-wise expression and of reductions over the last and the
-// first axis, against a STREAM triad measured in the same run (a = b + s * c, 3 streams); and the
-// cost of one parallel call of the thread pool.
+// first axis, against a STREAM triad measured in the same run (a = b + s * c, 3 streams); a bias
+// over a short last axis; and the cost of one parallel call of the thread pool.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -50,6 +50,21 @@ void reduce_first(benchmark::State& s) {
   count_bytes(s, double(n) * sizeof(float));
 }
 
+/// A bias over a short last axis, (x - mean) / std of an NHWC batch's channels: 2^22 elements
+/// in pixels of range(0) channels, on one thread (the rate counts x and the result).
+void channel_bias(benchmark::State& s) {
+  config::set_num_threads(1);
+  const std::size_t c = std::size_t(s.range(0)), rows = (std::size_t(1) << 22) / c;
+  auto x = random_uniform<float, Shape<dyn, dyn>>(1, -1, 1, {rows, c});
+  auto mean = random_uniform<float, Shape<dyn>>(2, -1, 1, {c}), inv_std = random_uniform<float, Shape<dyn>>(3, 1, 2, {c});
+  Tensor<float, Shape<dyn, dyn>> out({rows, c});
+  for (auto _ : s) {
+    out = (x - mean) * inv_std;
+    benchmark::DoNotOptimize(out.data());
+  }
+  count_bytes(s, 2.0 * double(rows * c) * sizeof(float));
+}
+
 /// One call of the thread pool on 2 threads, each task range(0) steps of a dependent FMA chain
 /// (4 cycles a step): the cost of dispatching a parallel loop, which decides how large a loop
 /// must be to be worth splitting.
@@ -70,6 +85,7 @@ BENCHMARK(ctflow_bench::triad)->Name("triad")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(fused3)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_last)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_first)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(channel_bias)->Arg(3)->Arg(17)->Arg(64)->UseRealTime();
 BENCHMARK(parallel_call)->Arg(0)->Arg(1000)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -89,6 +89,62 @@ TEST_CASE("broadcast operands follow the rows across every axis and thread split
   REQUIRE(wrong == 0);
 }
 
+TEST_CASE("short rows, read several at a time where every operand allows it, hold every element on any thread count") {
+  // Whole-number values, so that any evaluation order gives the same elements. Rows of 2 to 129
+  // elements, counts with and without small divisors (97 has none), the biggest split over
+  // threads; operands that are contiguous, a bias, a constant, a column, a transpose (the last
+  // two never merge), a mask of where, and more biases than the loop tiles.
+  const int threads_before = config::get_num_threads();
+  const auto check = [](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t inner : {2, 3, 5, 16, 17, 31, 100, 128, 129})
+      for (std::size_t rows : {1, 4, 97, 1000, 30000}) {
+        Tensor<T, Shape<dyn, dyn>> a({rows, inner}), t({inner, rows});
+        Tensor<T, Shape<dyn>> b({inner});
+        Tensor<T, Shape<dyn, dyn>> col({rows, 1});
+        for (std::size_t i = 0; i < rows; ++i) {
+          col(i, 0) = T(i % 11);
+          for (std::size_t j = 0; j < inner; ++j) a(i, j) = T((i * inner + j) % 13), t(j, i) = T((j + 3 * i) % 7);
+        }
+        for (std::size_t j = 0; j < inner; ++j) b(j) = T(j % 5);
+        for (int threads : {1, 2}) {
+          config::set_num_threads(threads);
+          Tensor<T, Shape<dyn, dyn>> bias = a * T(2) + b, both = a + b - col, moved = transpose(t) + b;
+          Tensor<T, Shape<dyn, dyn>> picked = where(a > b, a, b + T(1));
+          // Nine biases: more operands to tile than the loop keeps memory for, so rows one at a time.
+          Tensor<T, Shape<dyn, dyn>> many = a + b + b + b + b + b + b + b + b + b;
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < inner; ++j) {
+              wrong += bias(i, j) != T(a(i, j) * T(2) + b(j));
+              wrong += both(i, j) != T(a(i, j) + b(j) - col(i, 0));
+              wrong += moved(i, j) != T(t(j, i) + b(j));
+              wrong += picked(i, j) != (a(i, j) > b(j) ? a(i, j) : T(b(j) + T(1)));
+              wrong += many(i, j) != T(a(i, j) + T(9) * b(j));
+            }
+          INFO(sizeof(T) << "-byte elements, " << rows << " rows of " << inner << " on " << threads << " threads");
+          CHECK(wrong == 0);
+        }
+      }
+    // Rank 3: a bias of rank 3 and a constant per image merge; rows wrap through the first axis.
+    Tensor<T, Shape<dyn, dyn, dyn>> x({3, 60, 5}), y({1, 1, 5}), z({3, 1, 1});
+    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = T(i % 17);
+    for (std::size_t i = 0; i < 5; ++i) y.data()[i] = T(i + 1);
+    for (std::size_t i = 0; i < 3; ++i) z.data()[i] = T(10 * i);
+    Tensor<T, Shape<dyn, dyn, dyn>> r = x * y + z;
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 60; ++j)
+        for (std::size_t k = 0; k < 5; ++k) wrong += r(i, j, k) != T(x(i, j, k) * y(0, 0, k) + z(i, 0, 0));
+    CHECK(wrong == 0);
+  };
+  check(0.0f);
+  check(0.0);
+  check(std::int32_t(0));
+  check(std::uint8_t(0));
+  config::set_num_threads(threads_before);
+}
+
 TEST_CASE("numbers adopt the tensor's dtype") {
   auto i = iota<int32_t, Shape<4>>();
   Tensor<int32_t, Shape<4>> j = i * 3 + 1;

@@ -69,6 +69,35 @@ template <class T> struct strided_cursor {
       back += std::ptrdiff_t(od[k] - 1) * ostr[std::size_t(k)];
     }
   }
+  /// Reads the destination's rows (extents od, rank r) g at a time, as rows of g times as many
+  /// elements (see execute()). An operand that changes along the row axis must do so in step
+  /// with the last axis; one that does not change along it is a function of the last index only
+  /// and is tiled g times into memory from tiles (false when they have no more); one broadcast
+  /// along the last axis but not the row axis (a column) cannot be read so: false.
+  template <class Tiles> bool merge_rows(const std::size_t* od, int r, std::size_t g, Tiles& tiles) {
+    const int last = rank - 1, prev = rank - 2;
+    const auto stride = [&](int a, int k) { return a < 0 || (dims[std::size_t(a)] == 1 && od[k] != 1) ? 0 : strides[std::size_t(a)]; };
+    const std::ptrdiff_t s1 = stride(last, r - 1), s2 = stride(prev, r - 2), inner = std::ptrdiff_t(od[r - 1]);
+    if (s2 == 0 && s1 == 0) return true;  // constant across both axes
+    if (s2 != 0 && s2 == inner * s1) {  // rows in step with the last axis
+      dims[std::size_t(prev)] /= g;
+      dims[std::size_t(last)] *= g;
+      strides[std::size_t(prev)] *= std::ptrdiff_t(g);
+      return true;
+    }
+    if (s2 != 0 || s1 == 0) return false;
+    for (int a = 0; a < last; ++a)
+      if (dims[std::size_t(a)] != 1) return false;
+    T* tile = tiles.template make<T>(g * od[r - 1]);
+    if (!tile) return false;
+    for (std::size_t q = 0, i = 0; q < g; ++q)
+      for (std::size_t j = 0; j < od[r - 1]; ++j) tile[i++] = data[std::ptrdiff_t(j) * s1];
+    data = tile;
+    rank = 1;
+    dims[0] = g * od[r - 1];
+    strides[0] = 1;
+    return true;
+  }
   void set_row(const std::size_t* idx) {
     std::ptrdiff_t off = 0;
     for (int k = 0; k + 1 < orank; ++k) off += std::ptrdiff_t(idx[k]) * ostr[std::size_t(k)];
@@ -91,6 +120,7 @@ template <class T> struct scalar_cursor {
   T value;
   bool full(const std::size_t*, int) const { return true; }
   void bind(const std::size_t*, int, bool) {}
+  template <class Tiles> bool merge_rows(const std::size_t*, int, std::size_t, Tiles&) { return true; }
   void set_row(const std::size_t*) {}
   void next_row(int) {}
   T coeff(std::size_t) const { return value; }
@@ -106,6 +136,7 @@ template <class F, class C> struct unary_cursor {
   C c;
   bool full(const std::size_t* d, int r) const { return c.full(d, r); }
   void bind(const std::size_t* d, int r, bool flat) { c.bind(d, r, flat); }
+  template <class Tiles> bool merge_rows(const std::size_t* d, int r, std::size_t g, Tiles& t) { return c.merge_rows(d, r, g, t); }
   void set_row(const std::size_t* idx) { c.set_row(idx); }
   void next_row(int k) { c.next_row(k); }
   compute_type coeff(std::size_t j) const { return f(c.coeff(j)); }
@@ -125,6 +156,9 @@ template <class F, class L, class R> struct binary_cursor {
   R r;
   bool full(const std::size_t* d, int n) const { return l.full(d, n) && r.full(d, n); }
   void bind(const std::size_t* d, int n, bool flat) { l.bind(d, n, flat); r.bind(d, n, flat); }
+  template <class Tiles> bool merge_rows(const std::size_t* d, int n, std::size_t g, Tiles& t) {
+    return l.merge_rows(d, n, g, t) && r.merge_rows(d, n, g, t);
+  }
   void set_row(const std::size_t* idx) { l.set_row(idx); r.set_row(idx); }
   void next_row(int k) { l.next_row(k); r.next_row(k); }
   compute_type coeff(std::size_t j) const { return f(l.coeff(j), r.coeff(j)); }
@@ -146,6 +180,9 @@ template <class C, class A, class B> struct select_cursor {
   B b;
   bool full(const std::size_t* d, int n) const { return c.full(d, n) && a.full(d, n) && b.full(d, n); }
   void bind(const std::size_t* d, int n, bool flat) { c.bind(d, n, flat); a.bind(d, n, flat); b.bind(d, n, flat); }
+  template <class Tiles> bool merge_rows(const std::size_t* d, int n, std::size_t g, Tiles& t) {
+    return c.merge_rows(d, n, g, t) && a.merge_rows(d, n, g, t) && b.merge_rows(d, n, g, t);
+  }
   void set_row(const std::size_t* idx) { c.set_row(idx); a.set_row(idx); b.set_row(idx); }
   void next_row(int k) { c.next_row(k); a.next_row(k); b.next_row(k); }
   compute_type coeff(std::size_t j) const { return c.coeff(j) ? a.coeff(j) : b.coeff(j); }

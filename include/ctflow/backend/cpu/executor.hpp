@@ -9,9 +9,11 @@
 // coeff(j)/packet(j) read element j of that row. In flat mode (every operand has the
 // destination's extents, contiguous) the whole tensor is one row.
 
+#include <array>
 #include <cstddef>
 
 #include "../../core/shape.hpp"
+#include "../../detail/buffer.hpp"
 #include "simd.hpp"
 #include "thread_pool.hpp"
 
@@ -48,6 +50,46 @@ template <bool Stream = false, class T, class C> void run_row(T* out, const C& c
   }
 }
 
+/// Elements of a merged row (see execute()).
+inline constexpr std::size_t merged_row = 256;
+
+/// Memory of the operands that execute() tiles to merge rows, freed when it returns: from the
+/// block cache, so that a warm loop allocates nothing. Null past max_tiles operands (the rows
+/// are then read one at a time).
+struct row_tiles {
+  static constexpr std::size_t max_tiles = 8;
+  std::array<detail::buffer<std::byte>, max_tiles> blocks;
+  std::size_t used = 0;
+  template <class T> T* make(std::size_t n) {
+    if (used == max_tiles) return nullptr;
+    blocks[used] = detail::buffer<std::byte>(n * sizeof(T), false);
+    return reinterpret_cast<T*>(blocks[used++].data());
+  }
+};
+
+/// Evaluates cursor c row by row (every axis but the last) into the contiguous destination out
+/// of extents d.
+template <class T, std::size_t R, class C> void execute_rows(T* out, const dims_t<R>& d, C& c) {
+  c.bind(d.data(), int(R), false);
+  const std::size_t inner = d[R - 1], rows = product(d) / inner;
+  parallel_for(rows, std::max<std::size_t>(1, elementwise_grain / inner), 1, [&](std::size_t rb, std::size_t re) {
+    C local = c;
+    std::array<std::size_t, (R > 1 ? R - 1 : 1)> idx{};
+    for (std::size_t r = rb, k = R - 1; k-- > 0;) { idx[k] = r % d[k]; r /= d[k]; }
+    local.set_row(idx.data());
+    for (std::size_t r = rb; r < re; ++r) {
+      run_row(out + r * inner, local, 0, inner);
+      for (std::size_t k = R - 1; k-- > 0;) {
+        if (++idx[k] < d[k]) {
+          local.next_row(int(k));
+          break;
+        }
+        idx[k] = 0;
+      }
+    }
+  });
+}
+
 /// Evaluates cursor c into the contiguous destination out of extents d.
 template <class T, std::size_t R, class C> void execute(T* out, const dims_t<R>& d, C c) {
   const std::size_t n = product(d);
@@ -71,24 +113,27 @@ template <class T, std::size_t R, class C> void execute(T* out, const dims_t<R>&
       parallel_for(n, elementwise_grain, 64, [&](std::size_t b, std::size_t e) { run_row(out, c, b, e); });
       return;
     }
-    c.bind(d.data(), int(R), false);
-    const std::size_t inner = d[R - 1], rows = n / inner;
-    parallel_for(rows, std::max<std::size_t>(1, elementwise_grain / inner), 1, [&](std::size_t rb, std::size_t re) {
-      C local = c;
-      std::array<std::size_t, (R > 1 ? R - 1 : 1)> idx{};
-      for (std::size_t r = rb, k = R - 1; k-- > 0;) { idx[k] = r % d[k]; r /= d[k]; }
-      local.set_row(idx.data());
-      for (std::size_t r = rb; r < re; ++r) {
-        run_row(out + r * inner, local, 0, inner);
-        for (std::size_t k = R - 1; k-- > 0;) {
-          if (++idx[k] < d[k]) {
-            local.next_row(int(k));
-            break;
+    // Short rows (a bias over 3 channels) cost a row's bookkeeping every few elements: g of them
+    // are read as one where every operand allows it (the destination's extents then are
+    // (..., d[R - 2] / g, g * d[R - 1])), g the largest divisor of d[R - 2] that keeps such a
+    // row within merged_row elements.
+    if constexpr (R >= 2)
+      if (d[R - 1] >= 2 && d[R - 1] <= merged_row / 2) {
+        std::size_t g = merged_row / d[R - 1];
+        while (d[R - 2] % g != 0) --g;
+        if (g > 1) {
+          row_tiles tiles;
+          C merged = c;
+          if (merged.merge_rows(d.data(), int(R), g, tiles)) {
+            dims_t<R> md = d;
+            md[R - 2] /= g;
+            md[R - 1] *= g;
+            execute_rows(out, md, merged);
+            return;
           }
-          idx[k] = 0;
         }
       }
-    });
+    execute_rows(out, d, c);
   }
 }
 
