@@ -53,14 +53,17 @@ template <class T> struct strided_cursor {
     }
     return true;
   }
+  /// The step in memory along axis k of a destination of extents od (rank r): 0 where this
+  /// operand is broadcast along it.
+  std::ptrdiff_t stride_along(const std::size_t* od, int r, int k) const {
+    const int a = k - (r - rank);
+    return a < 0 || (dims[std::size_t(a)] == 1 && od[k] != 1) ? 0 : strides[std::size_t(a)];
+  }
   void bind(const std::size_t* od, int r, bool flat) {
     row = data;
     if (flat) { inner = 1; return; }
     orank = r;
-    for (int k = 0; k < r; ++k) {
-      const int a = k - (r - rank);
-      ostr[std::size_t(k)] = (a < 0 || (dims[std::size_t(a)] == 1 && od[k] != 1)) ? 0 : strides[std::size_t(a)];
-    }
+    for (int k = 0; k < r; ++k) ostr[std::size_t(k)] = stride_along(od, r, k);
     inner = r > 0 ? ostr[std::size_t(r - 1)] : 0;
     // Axis k advancing takes the axes after it (but the last) from their last index back to 0.
     std::ptrdiff_t back = 0;
@@ -76,10 +79,10 @@ template <class T> struct strided_cursor {
   /// along the last axis but not the row axis (a column) cannot be read so: false.
   template <class Tiles> bool merge_rows(const std::size_t* od, int r, std::size_t g, Tiles& tiles) {
     const int last = rank - 1, prev = rank - 2;
-    const auto stride = [&](int a, int k) { return a < 0 || (dims[std::size_t(a)] == 1 && od[k] != 1) ? 0 : strides[std::size_t(a)]; };
-    const std::ptrdiff_t s1 = stride(last, r - 1), s2 = stride(prev, r - 2), inner = std::ptrdiff_t(od[r - 1]);
+    const std::size_t n = od[r - 1];
+    const std::ptrdiff_t s1 = stride_along(od, r, r - 1), s2 = stride_along(od, r, r - 2);
     if (s2 == 0 && s1 == 0) return true;  // constant across both axes
-    if (s2 != 0 && s2 == inner * s1) {  // rows in step with the last axis
+    if (s2 != 0 && s2 == std::ptrdiff_t(n) * s1) {  // rows in step with the last axis
       dims[std::size_t(prev)] /= g;
       dims[std::size_t(last)] *= g;
       strides[std::size_t(prev)] *= std::ptrdiff_t(g);
@@ -88,13 +91,13 @@ template <class T> struct strided_cursor {
     if (s2 != 0 || s1 == 0) return false;
     for (int a = 0; a < last; ++a)
       if (dims[std::size_t(a)] != 1) return false;
-    T* tile = tiles.template make<T>(g * od[r - 1]);
+    T* tile = tiles.template make<T>(g * n);
     if (!tile) return false;
     for (std::size_t q = 0, i = 0; q < g; ++q)
-      for (std::size_t j = 0; j < od[r - 1]; ++j) tile[i++] = data[std::ptrdiff_t(j) * s1];
+      for (std::size_t j = 0; j < n; ++j) tile[i++] = data[std::ptrdiff_t(j) * s1];
     data = tile;
     rank = 1;
-    dims[0] = g * od[r - 1];
+    dims[0] = g * n;
     strides[0] = 1;
     return true;
   }
