@@ -156,6 +156,25 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
 }
 
 namespace {
+/// A packed product (B over 320 columns wide, or transposed) at every element, with B row-major
+/// and transposed: its columns make whole groups of four micro-panels, single panels and a partial
+/// one; k makes a whole block and a partial one; rows make whole micro-tiles and a partial one.
+template <class T> void check_packed_product(std::size_t m, std::size_t n, std::size_t k) {
+  const auto a = random_normal<T, Shape<dyn, dyn>>(5, 0, 1, {m, k});
+  const auto b = random_normal<T, Shape<dyn, dyn>>(6, 0, 1, {k, n});
+  const Tensor<T, Shape<dyn, dyn>> bt = transpose(b);
+  const Tensor<T, Shape<dyn, dyn>> c = matmul(a, b), c2 = matmul(a, bt, transpose_b);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::size_t p = 0; p < k; ++p) s += double(a(i, p)) * double(b(p, j));
+      bad += c(i, j) != Approx(s).margin(1e-3);
+      bad += c2(i, j) != Approx(s).margin(1e-3);
+    }
+  CHECK(bad == 0);
+}
+
 /// A static product (the unrolled small kernel where its operands are contiguous) and its
 /// transpose_b form (the general path) against the loop definition, at every element.
 template <class T, std::size_t M, std::size_t K, std::size_t N> void check_static_product() {
@@ -175,6 +194,14 @@ template <class T, std::size_t M, std::size_t K, std::size_t N> void check_stati
   CHECK(bad == 0);
 }
 }  // namespace
+
+TEST_CASE("packed products hold at every element for float and double") {
+  // Micro-panels of 32 floats: 369 = 2 groups of 4 + 3 single + 17. Of 16 doubles: 375 = 5
+  // groups of 4 + 3 single + 7.
+  check_packed_product<float>(150, 369, 300);
+  check_packed_product<double>(77, 375, 290);
+  check_packed_product<float>(40, 1000, 9);  // a column block of 768 and the rest, k of a few steps
+}
 
 TEST_CASE("small static products (unrolled, sizes as constants) equal their loop definition") {
   check_static_product<float, 8, 128, 10>();   // A's values in vectors, 16 steps at a time

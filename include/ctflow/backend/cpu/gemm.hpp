@@ -4,6 +4,7 @@
 // register-blocked xsimd micro-kernel: A is packed into MR x KC micro-panels, each of which stays
 // in L1 while it meets every KC x NR micro-panel of a KC x NC block of packed B held in L2. Up to
 // pack_buffers::kept_rows rows, A is packed once per block of k and serves every block of columns.
+// While a micro-kernel runs, it requests the tile of C that the next one updates, line by line.
 // Small products (inference shapes), and those whose narrow B stays in L2, skip packing and
 // stream B rows straight through registers; small static products run fully unrolled
 // (small_static). Every element of C sums over k in the same order whatever the thread count,
@@ -67,19 +68,23 @@ inline __attribute__((always_inline)) void lane_steps(const T* a, std::ptrdiff_t
   });
 }
 
-/// MR x NR tile: C[0:mr, 0:nr] (+)= Ap(MR x kc) * Bp(kc x NR).
+/// Where a micro-kernel's next call updates C: the tile at c, of rows x cols.
+template <class T> struct next_tile {
+  const T* c;
+  std::size_t rows, cols;
+};
+
+/// MR x NR tile: C[0:mr, 0:nr] (+)= Ap(MR x kc) * Bp(kc x NR). The rows of the next call's tile
+/// are requested into L2 one line every step_lines steps, so that they arrive from memory well
+/// before they are needed, without many misses in flight at once.
 template <class T> [[gnu::flatten]] inline void micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b, T* c,
-                                            std::ptrdiff_t ldc, bool accumulate, std::size_t mr, std::size_t nr) {
+                                            std::ptrdiff_t ldc, bool accumulate, std::size_t mr, std::size_t nr, next_tile<T> next) {
   using B = blocking<T>;
   using V = batch<T>;
+  constexpr std::size_t step_lines = 8;
   V acc[B::MR][B::NV];
-  unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
-    unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { acc[i][v] = V(T(0)); });
-    // The tile of C is read (or written) only after kc steps: fetch its rows now.
-    __builtin_prefetch(c + std::ptrdiff_t(i) * ldc, 1, 3);
-    __builtin_prefetch(c + std::ptrdiff_t(i) * ldc + std::ptrdiff_t(B::NR) - 1, 1, 3);
-  });
-  for (std::size_t p = 0; p < kc; ++p) {
+  unroll(std::make_index_sequence<B::MR>{}, [&](auto i) { unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { acc[i][v] = V(T(0)); }); });
+  const auto step = [&] {
     V bv[B::NV];
     unroll(std::make_index_sequence<B::NV>{}, [&](auto v) { bv[v] = V::load_aligned(b + v * B::L); });
     unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
@@ -88,7 +93,15 @@ template <class T> [[gnu::flatten]] inline void micro_kernel(std::size_t kc, con
     });
     a += B::MR;
     b += B::NR;
+  };
+  std::size_t p = 0;
+  // Line l of the next tile: the first (l even) or last (l odd) element of its row l / 2.
+  for (std::size_t line = 0; line < 2 * next.rows && p + step_lines <= kc; ++line, p += step_lines) {
+    __builtin_prefetch(next.c + std::ptrdiff_t(line / 2) * ldc + std::ptrdiff_t(line % 2 ? next.cols - 1 : 0), 1, 2);
+#pragma GCC unroll 1
+    for (std::size_t q = 0; q < step_lines; ++q) step();
   }
+  for (; p < kc; ++p) step();
   if (mr == B::MR && nr == B::NR) {
     unroll(std::make_index_sequence<B::MR>{}, [&](auto i) {
       unroll(std::make_index_sequence<B::NV>{}, [&](auto v) {
@@ -155,8 +168,13 @@ template <class T> void pack_a(std::size_t mc, std::size_t kc, const T* a, std::
     std::size_t p = 0;
 #if defined(__AVX512F__)
     if constexpr (std::is_same_v<T, float> && MR == 12 && lanes<T> == 16)
-      if (cs == 1 && mr == MR)  // row-major A: 16 columns at a time
-        for (; p + 16 <= kc; p += 16, out += 16 * MR) transpose_12x16(a + std::ptrdiff_t(i0) * rs + std::ptrdiff_t(p), rs, out);
+      if (cs == 1 && mr == MR)  // row-major A: 16 columns at a time, requesting each row's lines 4 steps ahead
+        for (; p + 16 <= kc; p += 16, out += 16 * MR) {
+          const float* src = a + std::ptrdiff_t(i0) * rs + std::ptrdiff_t(p);
+          if (p + 5 * 16 <= kc)
+            for (std::size_t i = 0; i < MR; ++i) __builtin_prefetch(src + std::ptrdiff_t(i) * rs + 4 * 16);
+          transpose_12x16(src, rs, out);
+        }
 #endif
     for (; p < kc; ++p) {
       const T* src = a + std::ptrdiff_t(i0) * rs + std::ptrdiff_t(p) * cs;
@@ -168,24 +186,37 @@ template <class T> void pack_a(std::size_t mc, std::size_t kc, const T* a, std::
   }
 }
 
+/// W whole micro-panels of row-major B (b at their first column): each row's W * NR values are
+/// read in one run (W panels at a time keep runs long enough for the prefetchers), and the same
+/// run ahead_rows further down is requested, since B's rows lie far apart.
+template <class T, std::size_t W> void pack_b_panels(std::size_t kc, const T* b, std::ptrdiff_t rs, T* out) {
+  constexpr std::size_t NR = blocking<T>::NR, L = lanes<T>, ahead_rows = 8;
+  for (std::size_t p = 0; p < kc; ++p) {
+    const T* src = b + std::ptrdiff_t(p) * rs;
+    if (p + ahead_rows < kc)
+      unroll(std::make_index_sequence<W * NR / L>{}, [&](auto v) { __builtin_prefetch(src + std::ptrdiff_t(ahead_rows) * rs + std::ptrdiff_t(v * L)); });
+    unroll(std::make_index_sequence<W * NR / L>{}, [&](auto v) {
+      batch<T>::load_unaligned(src + v * L).store_aligned(out + (v * L / NR) * NR * kc + p * NR + v * L % NR);
+    });
+  }
+}
+
 template <class T> void pack_b(std::size_t kc, std::size_t nc, const T* b, std::ptrdiff_t rs, std::ptrdiff_t cs, T* out) {
   constexpr std::size_t NR = blocking<T>::NR;
-  for (std::size_t j0 = 0; j0 < nc; j0 += NR) {
+  std::size_t j0 = 0;
+  if (cs == 1) {  // row-major B: whole micro-panels by vector copies, four at a time
+    for (; j0 + 4 * NR <= nc; j0 += 4 * NR) pack_b_panels<T, 4>(kc, b + std::ptrdiff_t(j0), rs, out + j0 * kc);
+    for (; j0 + NR <= nc; j0 += NR) pack_b_panels<T, 1>(kc, b + std::ptrdiff_t(j0), rs, out + j0 * kc);
+  }
+  for (; j0 < nc; j0 += NR) {
     const std::size_t nr = std::min(NR, nc - j0);
-    if (cs == 1 && nr == NR) {  // row-major B, a whole micro-panel: vector copies
-      for (std::size_t p = 0; p < kc; ++p, out += NR)
-        unroll(std::make_index_sequence<blocking<T>::NV>{}, [&](auto v) {
-          batch<T>::load_unaligned(b + std::ptrdiff_t(p) * rs + std::ptrdiff_t(j0 + v * lanes<T>)).store_aligned(out + v * lanes<T>);
-        });
-      continue;
-    }
     for (std::size_t p = 0; p < kc; ++p) {
       const T* src = b + std::ptrdiff_t(p) * rs + std::ptrdiff_t(j0) * cs;
+      T* o = out + j0 * kc + p * NR;
       std::size_t j = 0;
-      if (cs == 1) for (; j < nr; ++j) out[j] = src[j];
-      else for (; j < nr; ++j) out[j] = src[std::ptrdiff_t(j) * cs];
-      for (; j < NR; ++j) out[j] = T(0);
-      out += NR;
+      if (cs == 1) for (; j < nr; ++j) o[j] = src[j];
+      else for (; j < nr; ++j) o[j] = src[std::ptrdiff_t(j) * cs];
+      for (; j < NR; ++j) o[j] = T(0);
     }
   }
 }
@@ -226,10 +257,20 @@ void packed(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdif
         const std::size_t mc = std::min(BL::MC, m - ic);
         T* const ap = keep_a ? abuf + ic * kc : abuf;
         if (!keep_a || jc == 0) pack_a(mc, kc, a + std::ptrdiff_t(ic) * rsa + std::ptrdiff_t(pc) * csa, rsa, csa, ap);
-        for (std::size_t ir = 0; ir < mc; ir += BL::MR)
-          for (std::size_t jr = 0; jr < nc; jr += BL::NR)
-            micro_kernel(kc, ap + ir * kc, bufs.b.data() + jr * kc, c + std::ptrdiff_t(ic + ir) * ldc + std::ptrdiff_t(jc + jr),
-                         ldc, acc, std::min(BL::MR, mc - ir), std::min(BL::NR, nc - jr));
+        for (std::size_t ir = 0; ir < mc; ir += BL::MR) {
+          T* const row = c + std::ptrdiff_t(ic + ir) * ldc;
+          const std::size_t mr = std::min(BL::MR, mc - ir);
+          // After this row of tiles: the next row's first tile, else the next block's.
+          const std::size_t i_next = ic + ir + BL::MR < m ? ic + ir + BL::MR : 0;
+          const std::size_t j_next = i_next > 0 ? jc : jc + BL::NC < n ? jc + BL::NC : 0;
+          const next_tile<T> after{c + std::ptrdiff_t(i_next) * ldc + std::ptrdiff_t(j_next), std::min(BL::MR, m - i_next),
+                                   std::min(BL::NR, n - j_next)};
+          for (std::size_t jr = 0; jr < nc; jr += BL::NR) {
+            const std::size_t jn = jr + BL::NR;
+            micro_kernel(kc, ap + ir * kc, bufs.b.data() + jr * kc, row + std::ptrdiff_t(jc + jr), ldc, acc, mr, std::min(BL::NR, nc - jr),
+                         jn < nc ? next_tile<T>{row + std::ptrdiff_t(jc + jn), mr, std::min(BL::NR, nc - jn)} : after);
+          }
+        }
       }
     }
   }
