@@ -156,6 +156,21 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
 }
 
 namespace {
+/// How many elements of c and of c2, both computed as a * b, differ from the loop definition by
+/// more than margin.
+template <class A, class B, class C> std::size_t product_mismatches(const A& a, const B& b, const C& c, const C& c2, double margin) {
+  const std::size_t m = c.dims()[0], n = c.dims()[1], k = a.dims()[1];
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::size_t p = 0; p < k; ++p) s += double(a(i, p)) * double(b(p, j));
+      bad += c(i, j) != Approx(s).margin(margin);
+      bad += c2(i, j) != Approx(s).margin(margin);
+    }
+  return bad;
+}
+
 /// A packed product (B over 320 columns wide, or transposed) at every element, with B row-major
 /// and transposed: its columns make whole groups of four micro-panels, single panels and a partial
 /// one; k makes a whole block and a partial one; rows make whole micro-tiles and a partial one.
@@ -164,15 +179,7 @@ template <class T> void check_packed_product(std::size_t m, std::size_t n, std::
   const auto b = random_normal<T, Shape<dyn, dyn>>(6, 0, 1, {k, n});
   const Tensor<T, Shape<dyn, dyn>> bt = transpose(b);
   const Tensor<T, Shape<dyn, dyn>> c = matmul(a, b), c2 = matmul(a, bt, transpose_b);
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (std::size_t p = 0; p < k; ++p) s += double(a(i, p)) * double(b(p, j));
-      bad += c(i, j) != Approx(s).margin(1e-3);
-      bad += c2(i, j) != Approx(s).margin(1e-3);
-    }
-  CHECK(bad == 0);
+  CHECK(product_mismatches(a, b, c, c2, 1e-3) == 0);
 }
 
 /// A static product (the unrolled small kernel where its operands are contiguous) and its
@@ -183,15 +190,7 @@ template <class T, std::size_t M, std::size_t K, std::size_t N> void check_stati
   const Tensor<T, Shape<M, N>> c = matmul(a, b);
   const Tensor<T, Shape<N, K>> bt = transpose(b);
   const Tensor<T, Shape<M, N>> c2 = matmul(a, bt, transpose_b);
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < M; ++i)
-    for (std::size_t j = 0; j < N; ++j) {
-      double s = 0;
-      for (std::size_t p = 0; p < K; ++p) s += double(a(i, p)) * double(b(p, j));
-      bad += c(i, j) != Approx(s).margin(1e-4);
-      bad += c2(i, j) != Approx(s).margin(1e-4);
-    }
-  CHECK(bad == 0);
+  CHECK(product_mismatches(a, b, c, c2, 1e-4) == 0);
 }
 }  // namespace
 
