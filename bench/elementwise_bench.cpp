@@ -1,6 +1,7 @@
 // Bandwidth of a fused 3-input element-wise expression and of reductions over the last and the
 // first axis, against a STREAM triad measured in the same run (a = b + s * c, 3 streams); a bias
-// over a short last axis; and the cost of one parallel call of the thread pool.
+// over a short last axis; softmax over rows of a few classes; and the cost of one parallel call
+// of the thread pool.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -65,6 +66,20 @@ void channel_bias(benchmark::State& s) {
   count_bytes(s, 2.0 * double(rows * c) * sizeof(float));
 }
 
+/// Softmax over rows of range(0) classes, 2^20 elements on one thread: the max and the sum are
+/// columns that the rows' element-wise passes read (the rate counts x and the result).
+void softmax_rows(benchmark::State& s) {
+  config::set_num_threads(1);
+  const std::size_t c = std::size_t(s.range(0)), rows = (std::size_t(1) << 20) / c;
+  auto x = random_uniform<float, Shape<dyn, dyn>>(1, -4, 4, {rows, c});
+  Tensor<float, Shape<dyn, dyn>> out({rows, c});
+  for (auto _ : s) {
+    out = nn::softmax(x);
+    benchmark::DoNotOptimize(out.data());
+  }
+  count_bytes(s, 2.0 * double(rows * c) * sizeof(float));
+}
+
 /// One call of the thread pool on 2 threads, each task range(0) steps of a dependent FMA chain
 /// (4 cycles a step): the cost of dispatching a parallel loop, which decides how large a loop
 /// must be to be worth splitting.
@@ -86,6 +101,7 @@ BENCHMARK(fused3)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_last)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(reduce_first)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(channel_bias)->Arg(3)->Arg(17)->Arg(64)->UseRealTime();
+BENCHMARK(softmax_rows)->Arg(10)->Arg(64)->UseRealTime();
 BENCHMARK(parallel_call)->Arg(0)->Arg(1000)->UseRealTime();
 
 BENCHMARK_MAIN();

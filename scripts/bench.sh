@@ -50,6 +50,11 @@ for t in 1 2; do
   torch=$(field /tmp/ctflow_torch.txt "torch_fused3/$t")
   echo "threads=$t fused3: ctflow ${ours} GB/s, triad ${triad} GB/s, torch ${torch} GB/s; ctflow/triad $(ratio "$ours" "$triad"), ctflow/torch $(ratio "$ours" "$torch")"
 done
+for c in 10 64; do
+  ours=$(field /tmp/ctflow_elementwise.txt "softmax_rows/$c/" GB/s)
+  torch=$(field /tmp/ctflow_torch.txt "torch_softmax/$c")
+  echo "softmax over rows of $c classes, 1 thread: ctflow ${ours} GB/s, torch ${torch} GB/s; ctflow/torch $(ratio "$ours" "$torch")"
+done
 
 echo "== loss and gradients of an MLP 784-256-256-10 at batch 64 (median us per step)"
 ./build/bench/bench_autodiff $reps 2>/dev/null | grep median | tee /tmp/ctflow_autodiff.txt

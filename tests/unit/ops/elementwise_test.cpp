@@ -4,6 +4,8 @@
 #include <ctflow/ctflow.hpp>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 using namespace ctflow;
 
@@ -142,6 +144,43 @@ TEST_CASE("short rows, read several at a time where every operand allows it, hol
   check(0.0);
   check(std::int32_t(0));
   check(std::uint8_t(0));
+  config::set_num_threads(threads_before);
+}
+
+TEST_CASE("a row's tail is computed in one partial vector, and nothing past the destination is written") {
+  // Rows of 10 classes minus a column (softmax's shape), of 5 and of 31 (tails of 10, 5 and 15
+  // floats, or 2, 5 and 7 doubles), each element against the scalar function; the destination
+  // is a view into memory that goes on past it, whose next elements must keep their values.
+  const int threads_before = config::get_num_threads();
+  const auto check = [](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t inner : {5, 10, 31})
+      for (int threads : {1, 2}) {
+        config::set_num_threads(threads);
+        const std::size_t rows = 4099;
+        Tensor<T, Shape<dyn, dyn>> x({rows, inner}), col({rows, 1});
+        for (std::size_t i = 0; i < rows; ++i) {
+          col(i, 0) = T(0.25) * T(i % 9);
+          for (std::size_t j = 0; j < inner; ++j) x(i, j) = T(0.125) * T((i * inner + j) % 23) - T(1);
+        }
+        std::vector<T> memory(rows * inner + 64, T(-7));
+        TensorView<T, Shape<dyn, dyn>> y(memory.data(), {rows, inner});
+        y = exp(x - col) / (col + T(1));
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t j = 0; j < inner; ++j) {
+            const T want = std::exp(x(i, j) - col(i, 0)) / (col(i, 0) + T(1));
+            wrong += std::abs(y(i, j) - want) > T(4) * std::numeric_limits<T>::epsilon() * want;
+          }
+        std::size_t clobbered = 0;
+        for (std::size_t i = rows * inner; i < memory.size(); ++i) clobbered += memory[i] != T(-7);
+        INFO(sizeof(T) << "-byte elements, rows of " << inner << " on " << threads << " threads");
+        CHECK(wrong == 0);
+        CHECK(clobbered == 0);
+      }
+  };
+  check(0.0f);
+  check(0.0);
   config::set_num_threads(threads_before);
 }
 

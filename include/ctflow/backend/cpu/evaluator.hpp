@@ -108,11 +108,14 @@ template <class T> struct strided_cursor {
   }
   void next_row(int k) { row += step[std::size_t(k)]; }
   compute_type coeff(std::size_t j) const { return compute_type(row[std::ptrdiff_t(j) * inner]); }
-  batch<compute_type> packet(std::size_t j) const requires vectorizable {
-    if (inner == 1) return batch<T>::load_unaligned(row + j);
+  /// Elements j .. j + n - 1 of the row in the first n lanes (n short of a vector: a row's
+  /// tail); nothing past them is read. Always inlined: left to itself, GCC calls it out of line
+  /// from the loops of larger expressions (sigmoid, exp), which then run at half their speed.
+  inline __attribute__((always_inline)) batch<compute_type> packet(std::size_t j, std::size_t n = lanes<T>) const requires vectorizable {
+    if (inner == 1) return n == lanes<T> ? batch<T>::load_unaligned(row + j) : load_partial(row + j, n);
     if (inner == 0) return batch<T>(*row);
-    alignas(64) T tmp[lanes<T>];
-    for (std::size_t l = 0; l < lanes<T>; ++l) tmp[l] = row[std::ptrdiff_t(j + l) * inner];
+    alignas(64) T tmp[lanes<T>] = {};
+    for (std::size_t l = 0; l < n; ++l) tmp[l] = row[std::ptrdiff_t(j + l) * inner];
     return batch<T>::load_aligned(tmp);
   }
 };
@@ -127,7 +130,7 @@ template <class T> struct scalar_cursor {
   void set_row(const std::size_t*) {}
   void next_row(int) {}
   T coeff(std::size_t) const { return value; }
-  batch<T> packet(std::size_t) const requires vectorizable { return batch<T>(value); }
+  batch<T> packet(std::size_t, std::size_t = lanes<T>) const requires vectorizable { return batch<T>(value); }
 };
 
 template <class F, class C> struct unary_cursor {
@@ -143,7 +146,7 @@ template <class F, class C> struct unary_cursor {
   void set_row(const std::size_t* idx) { c.set_row(idx); }
   void next_row(int k) { c.next_row(k); }
   compute_type coeff(std::size_t j) const { return f(c.coeff(j)); }
-  batch<compute_type> packet(std::size_t j) const requires vectorizable { return f(c.packet(j)); }
+  batch<compute_type> packet(std::size_t j, std::size_t n = lanes<compute_type>) const requires vectorizable { return f(c.packet(j, n)); }
 };
 
 template <class F, class L, class R> struct binary_cursor {
@@ -165,8 +168,10 @@ template <class F, class L, class R> struct binary_cursor {
   void set_row(const std::size_t* idx) { l.set_row(idx); r.set_row(idx); }
   void next_row(int k) { l.next_row(k); r.next_row(k); }
   compute_type coeff(std::size_t j) const { return f(l.coeff(j), r.coeff(j)); }
-  batch<compute_type> packet(std::size_t j) const requires vectorizable { return f(l.packet(j), r.packet(j)); }
-  auto mask(std::size_t j) const requires maskable { return f(l.packet(j), r.packet(j)); }
+  batch<compute_type> packet(std::size_t j, std::size_t n = lanes<compute_type>) const requires vectorizable {
+    return f(l.packet(j, n), r.packet(j, n));
+  }
+  auto mask(std::size_t j, std::size_t n = lanes<in_type>) const requires maskable { return f(l.packet(j, n), r.packet(j, n)); }
 };
 
 template <class C> concept maskable_cursor = requires { requires C::maskable; };
@@ -189,8 +194,8 @@ template <class C, class A, class B> struct select_cursor {
   void set_row(const std::size_t* idx) { c.set_row(idx); a.set_row(idx); b.set_row(idx); }
   void next_row(int k) { c.next_row(k); a.next_row(k); b.next_row(k); }
   compute_type coeff(std::size_t j) const { return c.coeff(j) ? a.coeff(j) : b.coeff(j); }
-  batch<compute_type> packet(std::size_t j) const requires vectorizable {
-    return xsimd::select(c.mask(j), a.packet(j), b.packet(j));
+  batch<compute_type> packet(std::size_t j, std::size_t n = lanes<compute_type>) const requires vectorizable {
+    return xsimd::select(c.mask(j, n), a.packet(j, n), b.packet(j, n));
   }
 };
 

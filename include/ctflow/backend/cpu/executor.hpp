@@ -6,7 +6,8 @@
 // bind() fixes how its operands are broadcast into the destination's extents, set_row() moves to
 // one row (all but the last axis), next_row(k) on to the following row, whose axis k advanced (the
 // axes after it back at 0): one add per operand, where rows are short (a bias over channels).
-// coeff(j)/packet(j) read element j of that row. In flat mode (every operand has the
+// coeff(j)/packet(j) read element j of that row, packet(j, n) its elements j .. j + n - 1 (a
+// row's tail) in a vector's first lanes. In flat mode (every operand has the
 // destination's extents, contiguous) the whole tensor is one row.
 
 #include <array>
@@ -23,8 +24,10 @@ namespace ctflow::backend::cpu {
 inline constexpr std::size_t elementwise_grain = std::size_t(1) << 16;
 
 /// Elements [b, e) of a row. With Stream (out + b 64-byte aligned), whole vectors go past the
-/// cache in non-temporal stores; the caller fences them.
-template <bool Stream = false, class T, class C> void run_row(T* out, const C& c, std::size_t b, std::size_t e) {
+/// cache in non-temporal stores; the caller fences them. With ShortRows (one of many rows), a
+/// tail of a quarter vector or more is computed in one partial vector (a row of 10 classes is
+/// one); otherwise, and for shorter tails, which cost less than a vector's work, element by element.
+template <bool Stream = false, bool ShortRows = false, class T, class C> void run_row(T* out, const C& c, std::size_t b, std::size_t e) {
   using V = typename C::compute_type;
   if constexpr (C::vectorizable && std::is_same_v<T, V>) {
     constexpr std::size_t L = lanes<V>;
@@ -44,6 +47,11 @@ template <bool Stream = false, class T, class C> void run_row(T* out, const C& c
       }
     }
     for (; j + L <= e; j += L) c.packet(j).store_unaligned(out + j);
+    if constexpr (ShortRows)
+      if (e - j >= std::max<std::size_t>(L / 4, 1)) {
+        store_partial(out + j, c.packet(j, e - j), e - j);
+        return;
+      }
     for (; j < e; ++j) out[j] = c.coeff(j);
   } else {
     for (std::size_t j = b; j < e; ++j) out[j] = T(c.coeff(j));
@@ -78,7 +86,7 @@ template <class T, std::size_t R, class C> void execute_rows(T* out, const dims_
     for (std::size_t r = rb, k = R - 1; k-- > 0;) { idx[k] = r % d[k]; r /= d[k]; }
     local.set_row(idx.data());
     for (std::size_t r = rb; r < re; ++r) {
-      run_row(out + r * inner, local, 0, inner);
+      run_row<false, true>(out + r * inner, local, 0, inner);
       for (std::size_t k = R - 1; k-- > 0;) {
         if (++idx[k] < d[k]) {
           local.next_row(int(k));
