@@ -199,7 +199,7 @@ TEST_CASE("packed products hold at every element for float and double") {
   // groups of 4 + 3 single + 7.
   check_packed_product<float>(150, 369, 300);
   check_packed_product<double>(77, 375, 290);
-  check_packed_product<float>(40, 1000, 9);  // a column block of 768 and the rest, k of a few steps
+  check_packed_product<float>(40, 1000, 9);  // three column blocks of 256 and a partial one, k of a few steps
 }
 
 TEST_CASE("small static products (unrolled, sizes as constants) equal their loop definition") {
