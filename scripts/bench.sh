@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTFLOW_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build build --target benchmarks -j "$(nproc)"
 reps="--benchmark_repetitions=5 --benchmark_report_aggregates_only=true"
 # Kernels compared with the triad run it in their own binary, repetitions interleaved with theirs:

@@ -1,5 +1,6 @@
+// expect: ctflow::reshape: sizes differ: [4,5] x [3,7]
 // Compile-fail test: built once as is (must compile) and once with CTFLOW_SHOULD_FAIL_TO_BUILD
-// (must fail with the message in tests/CMakeLists.txt).
+// (must fail with the message above).
 #include <ctflow/ctflow.hpp>
 
 using namespace ctflow;

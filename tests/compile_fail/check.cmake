@@ -1,6 +1,12 @@
-# Builds SOURCE once (KIND=ok: must compile) or with CTFLOW_SHOULD_FAIL_TO_BUILD (KIND=ko: must
-# fail, MESSAGE in an 'error:' line, at most MAX_LINES lines of compiler output).
-set(args -std=c++20 -fsyntax-only -I${INCLUDE})
+# Builds SOURCE with the compile OPTIONS once (KIND=ok: must compile) or with
+# CTFLOW_SHOULD_FAIL_TO_BUILD (KIND=ko: must fail with the message of SOURCE's first line,
+# "// expect: <message>", in an 'error:' line, and at most MAX_LINES lines of compiler output).
+file(STRINGS ${SOURCE} first LIMIT_COUNT 1)
+if(NOT first MATCHES "^// expect: (.+)$")
+  message(FATAL_ERROR "the first line of ${SOURCE} is not '// expect: <message>'")
+endif()
+set(MESSAGE "${CMAKE_MATCH_1}")
+set(args -std=c++20 -fsyntax-only ${OPTIONS} -I${INCLUDE})
 foreach(d ${XSIMD})
   list(APPEND args -I${d})
 endforeach()

@@ -1,5 +1,6 @@
+// expect: ctflow::nn::conv2d: input channels differ from the filter channels: [8,28,28,3] x [3,3,1,32]
 // Compile-fail test: built once as is (must compile) and once with CTFLOW_SHOULD_FAIL_TO_BUILD
-// (must fail with the message in tests/CMakeLists.txt).
+// (must fail with the message above).
 #include <ctflow/ctflow.hpp>
 
 using namespace ctflow;

@@ -1,5 +1,6 @@
+// expect: ctflow::nn::conv2d: the window is larger than the input with its padding: [1,4,4,2] x [5,5,2,8]
 // Compile-fail test: built once as is (must compile) and once with CTFLOW_SHOULD_FAIL_TO_BUILD
-// (must fail with the message in tests/CMakeLists.txt).
+// (must fail with the message above).
 #include <ctflow/ctflow.hpp>
 
 using namespace ctflow;

@@ -1,5 +1,6 @@
+// expect: ctflow::add: shapes cannot be broadcast: [2,3] x [4,3]
 // Compile-fail test: built once as is (must compile) and once with CTFLOW_SHOULD_FAIL_TO_BUILD
-// (must fail with the message in tests/CMakeLists.txt).
+// (must fail with the message above).
 #include <ctflow/ctflow.hpp>
 
 using namespace ctflow;

@@ -1,3 +1,4 @@
+// expect: ctflow::grad: no leaf of the loss has the type of argument 1, float32 [3]
 // Compile-fail test: a variable whose type cannot occur in the loss.
 #include <ctflow/ctflow.hpp>
 

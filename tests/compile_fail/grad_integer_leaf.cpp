@@ -1,3 +1,4 @@
+// expect: ctflow::grad: cannot differentiate with respect to an integer or bool tensor
 // Compile-fail test: gradients with respect to integer tensors do not exist.
 #include <ctflow/ctflow.hpp>
 

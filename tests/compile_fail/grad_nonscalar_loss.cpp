@@ -1,3 +1,4 @@
+// expect: ctflow::grad: loss must be a scalar, got shape [4,5]
 // Compile-fail test: grad needs a rank-0 loss.
 #include <ctflow/ctflow.hpp>
 

@@ -1,5 +1,6 @@
+// expect: ctflow::nn::sparse_softmax_cross_entropy_with_logits: labels must have the shape of logits without its last axis: [64] x [32,10]
 // Compile-fail test: built once as is (must compile) and once with CTFLOW_SHOULD_FAIL_TO_BUILD
-// (must fail with the message in tests/CMakeLists.txt).
+// (must fail with the message above).
 #include <ctflow/ctflow.hpp>
 
 using namespace ctflow;

@@ -1,5 +1,6 @@
+// expect: ctflow::Tensor: dtypes differ: float32 vs int32
 // Compile-fail test: built once as is (must compile) and once with CTFLOW_SHOULD_FAIL_TO_BUILD
-// (must fail with the message in tests/CMakeLists.txt).
+// (must fail with the message above).
 #include <ctflow/ctflow.hpp>
 
 using namespace ctflow;

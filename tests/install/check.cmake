@@ -1,19 +1,36 @@
-# Installs ctflow from BINARY_DIR into a fresh prefix, then configures, builds and runs a consumer
-# project that finds it with find_package(ctflow).
+# Installs ctflow from BINARY_DIR into a fresh prefix, then configures, builds and runs two consumer
+# projects that find it with find_package(ctflow): CONSUMER/core, of the core alone, with the
+# components' dependencies hidden from it, and CONSUMER, of the components data and io.
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK}/prefix RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "install failed")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER} -B ${WORK}/build -DCMAKE_PREFIX_PATH=${WORK}/prefix RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "configuring the consumer failed")
+
+# consumer(NAME SOURCE EXECUTABLE OPTIONS...): configures, builds and runs a consumer; its output in `out`.
+function(consumer name source executable)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${source} -B ${WORK}/${name} -DCMAKE_PREFIX_PATH=${WORK}/prefix ${ARGN}
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "configuring the ${name} consumer failed")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/${name} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "building the ${name} consumer failed")
+  endif()
+  execute_process(COMMAND ${WORK}/${name}/${executable} RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the ${name} consumer failed: ${out}")
+  endif()
+  set(out "${out}" PARENT_SCOPE)
+endfunction()
+
+consumer(core ${CONSUMER}/core core_consumer -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON -DCMAKE_DISABLE_FIND_PACKAGE_PNG=ON
+         -DCMAKE_DISABLE_FIND_PACKAGE_JPEG=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON)
+if(NOT out MATCHES "ctflow.Tensor\\(\\[0\\. 2\\. 6\\.\\]")
+  message(FATAL_ERROR "the core consumer printed: ${out}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/build RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "building the consumer failed")
-endif()
-execute_process(COMMAND ${WORK}/build/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
-if(NOT rc EQUAL 0 OR NOT out MATCHES "ctflow.Tensor\\(\\[5\\. 7\\. 9\\.\\]" OR NOT out MATCHES "pipeline 10 png 7" OR NOT out MATCHES "safetensors 2.5")
-  message(FATAL_ERROR "the consumer printed: ${out}")
+consumer(full ${CONSUMER} consumer)
+if(NOT out MATCHES "ctflow.Tensor\\(\\[5\\. 7\\. 9\\.\\]" OR NOT out MATCHES "pipeline 10 png 7" OR NOT out MATCHES "safetensors 2.5")
+  message(FATAL_ERROR "the full consumer printed: ${out}")
 endif()
