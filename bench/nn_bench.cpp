@@ -66,8 +66,8 @@ template <class Case> void conv(benchmark::State& s) {
   Tensor<float, typename Case::SY> y;
   Tensor<float, typename Case::SX> dx;
   Tensor<float, typename Case::SF> df;
-  nn::detail::conv2d_backprop_input_kernel<float, typename Case::SX, typename Case::SF, Case::options> input_kernel{c.x.dims(), c.g};
-  nn::detail::conv2d_backprop_filter_kernel<float, typename Case::SX, typename Case::SF, Case::options> filter_kernel{c.f.dims(), c.g};
+  nn::detail::conv2d_backprop_input_op<float, typename Case::SX, typename Case::SF, Case::options> input_kernel{c.x.dims(), c.g};
+  nn::detail::conv2d_backprop_filter_op<float, typename Case::SX, typename Case::SF, Case::options> filter_kernel{c.f.dims(), c.g};
   for (auto _ : s) {
     switch (s.range(0)) {
       case 0: y = nn::conv2d<Case::options.pad>(c.x, c.f); break;
@@ -99,9 +99,9 @@ template <class Case> void max_pool(benchmark::State& s) {
   static Case c;
   auto node = Case::pool(c.x);
   Tensor<float, typename Case::SY> y;
-  Tensor<typename decltype(node)::kernel_type::saved_type, typename Case::SY> positions;
+  Tensor<typename decltype(node)::op_type::saved_type, typename Case::SY> positions;
   Tensor<float, typename Case::SX> dx;
-  nn::detail::max_pool_argmax_grad_kernel<float, typename Case::SX, Case::k, Case::k> grad_kernel{c.x.dims(), node.k.g};
+  nn::detail::max_pool_argmax_grad_op<float, typename Case::SX, Case::k, Case::k> grad_kernel{c.x.dims(), node.k.g};
   for (auto _ : s) {
     backend::cpu::evaluator<decltype(node)> forward(node, y.data(), positions.data());
     dx = expr::make_computed(grad_kernel, c.dy, positions);

@@ -2,8 +2,8 @@
 /// @file
 /// @brief Process-wide settings: the number of CPU threads, the cache of freed memory.
 
-#include "backend/cpu/thread_pool.hpp"
-#include "detail/buffer.hpp"
+#include <ctflow/backend/cpu/thread_pool.hpp>
+#include <ctflow/detail/buffer.hpp>
 
 namespace ctflow::config {
 

@@ -3,24 +3,29 @@
 /// @brief ctflow: TensorFlow 2 for C++ as compile-time expression templates. Include this one
 /// header for everything.
 
-#include "autodiff/grad.hpp"
-#include "config.hpp"
-#include "core/concepts.hpp"
-#include "core/dtype.hpp"
-#include "core/errors.hpp"
-#include "core/shape.hpp"
-#include "core/tensor.hpp"
-#include "core/variable.hpp"
-#include "ops/array.hpp"
-#include "ops/debugging.hpp"
-#include "ops/image.hpp"
-#include "ops/linalg.hpp"
-#include "ops/math.hpp"
-#include "ops/nn/conv.hpp"
-#include "ops/nn/depthwise.hpp"
-#include "ops/nn/layout.hpp"
-#include "ops/nn/losses.hpp"
-#include "ops/nn/normalization.hpp"
-#include "ops/nn/pool.hpp"
-#include "ops/random.hpp"
-#include "ops/reduction.hpp"
+// errors.hpp first: a compile error names it directly, not through a chain of includes.
+#include <ctflow/core/errors.hpp>
+
+#include <ctflow/autodiff/grad.hpp>
+#include <ctflow/backend/cpu/cpu.hpp>
+#include <ctflow/backend/reference/reference.hpp>
+#include <ctflow/config.hpp>
+#include <ctflow/core/concepts.hpp>
+#include <ctflow/core/dtype.hpp>
+#include <ctflow/core/errors.hpp>
+#include <ctflow/core/shape.hpp>
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/core/variable.hpp>
+#include <ctflow/ops/array.hpp>
+#include <ctflow/ops/debugging.hpp>
+#include <ctflow/ops/image.hpp>
+#include <ctflow/ops/linalg.hpp>
+#include <ctflow/ops/math.hpp>
+#include <ctflow/ops/nn/conv.hpp>
+#include <ctflow/ops/nn/depthwise.hpp>
+#include <ctflow/ops/nn/layout.hpp>
+#include <ctflow/ops/nn/losses.hpp>
+#include <ctflow/ops/nn/normalization.hpp>
+#include <ctflow/ops/nn/pool.hpp>
+#include <ctflow/ops/random.hpp>
+#include <ctflow/ops/reduction.hpp>

@@ -4,10 +4,11 @@
 /// transformations, IDX / CSV / TFRecord readers, tf.train.Example, PNG and JPEG codecs, and
 /// the MNIST-format dataset loaders. Link the CMake target ctflow::data (zlib, libpng, libjpeg).
 
-#include "data/csv.hpp"
-#include "data/dataset.hpp"
-#include "data/example.hpp"
-#include "data/idx.hpp"
-#include "data/image.hpp"
-#include "data/tfrecord.hpp"
-#include "ops/image.hpp"
+#include <ctflow/data/csv.hpp>
+#include <ctflow/data/dataset.hpp>
+#include <ctflow/data/example.hpp>
+#include <ctflow/data/idx.hpp>
+#include <ctflow/data/image.hpp>
+#include <ctflow/data/tfrecord.hpp>
+#include <ctflow/backend/cpu/cpu.hpp>
+#include <ctflow/ops/image.hpp>

@@ -3,7 +3,8 @@
 /// @brief Keeping and watching training (target ctflow::io): safetensors files, checkpoints,
 /// TensorBoard summaries and profiler traces.
 
-#include "io/checkpoint.hpp"
-#include "io/safetensors.hpp"
-#include "io/summary.hpp"
-#include "io/trace.hpp"
+#include <ctflow/backend/cpu/cpu.hpp>
+#include <ctflow/io/checkpoint.hpp>
+#include <ctflow/io/safetensors.hpp>
+#include <ctflow/io/summary.hpp>
+#include <ctflow/io/trace.hpp>

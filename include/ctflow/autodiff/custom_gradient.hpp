@@ -6,8 +6,8 @@
 
 #include <utility>
 
-#include "rule.hpp"
-#include "rules/elementwise.hpp"
+#include <ctflow/autodiff/rule.hpp>
+#include <ctflow/autodiff/rules/elementwise.hpp>
 
 namespace ctflow {
 

@@ -8,12 +8,13 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../core/tensor.hpp"
-#include "../expr/computed.hpp"
-#include "../expr/elementwise.hpp"
-#include "../expr/strided.hpp"
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/expr/node.hpp>
 
 namespace ctflow::autodiff {
+
+/// The device an expression of type E is evaluated on.
+template <class E> using device_of = placed_device_t<device_t<E>>;
 
 /// Marks an operand no adjoint flows to (an integer operand, a comparison, stop_gradient).
 struct none_t {};
@@ -37,7 +38,7 @@ template <class N> struct Frozen {
   std::array<std::ptrdiff_t, std::size_t(rank)> strides() const { return row_major_strides(d); }
   std::size_t size() const { return product(d); }
   /// The value as a plain view (what rules read).
-  TensorView<const value_type, shape_type> value() const { return {p, d}; }
+  TensorView<const value_type, shape_type, device_type> value() const { return {p, d}; }
 };
 
 }  // namespace ctflow::autodiff
@@ -59,29 +60,11 @@ template <class E> inline constexpr bool is_frozen_v = is_frozen<std::remove_cvr
 
 // ---- operands by index ----------------------------------------------------------------------
 
+/// The operands autodiff differentiates through: a node's own (expr/node.hpp), except where a
+/// node says otherwise (custom_gradient: its adjoint goes to x, through the user's vjp).
 template <class N> struct node_shape {
-  static constexpr std::size_t arity = 0;
-  using operands = std::tuple<>;
-};
-template <class F, class E> struct node_shape<expr::Unary<F, E>> {
-  static constexpr std::size_t arity = 1;
-  using operands = std::tuple<E>;
-};
-template <class F, class L, class R> struct node_shape<expr::Binary<F, L, R>> {
-  static constexpr std::size_t arity = 2;
-  using operands = std::tuple<L, R>;
-};
-template <class C, class A, class B> struct node_shape<expr::Select<C, A, B>> {
-  static constexpr std::size_t arity = 3;
-  using operands = std::tuple<C, A, B>;
-};
-template <class E, class S, class M> struct node_shape<expr::Strided<E, S, M>> {
-  static constexpr std::size_t arity = 1;
-  using operands = std::tuple<E>;
-};
-template <class K, class... Ops> struct node_shape<expr::Computed<K, Ops...>> {
-  static constexpr std::size_t arity = sizeof...(Ops);
-  using operands = std::tuple<Ops...>;
+  using operands = typename expr::node_traits<N>::operand_types;
+  static constexpr std::size_t arity = std::tuple_size_v<operands>;
 };
 
 template <class N> inline constexpr std::size_t arity_v = node_shape<std::remove_cvref_t<N>>::arity;
@@ -90,13 +73,7 @@ template <std::size_t I, class N> using operand_t = std::remove_cvref_t<std::tup
 /// Operand I of node n.
 template <std::size_t I, class N> const auto& operand(const N& n) {
   if constexpr (requires { n.f.x; n.f.vjp; }) return n.f.x;  // custom_gradient: the adjoint goes to x
-  else if constexpr (requires { n.ops; }) return std::get<I>(n.ops);
-  else if constexpr (requires { n.l; }) { if constexpr (I == 0) return n.l; else return n.r; }
-  else if constexpr (requires { n.c; }) {
-    if constexpr (I == 0) return n.c;
-    else if constexpr (I == 1) return n.a;
-    else return n.b;
-  } else return n.e;
+  else return std::get<I>(expr::operands(n));
 }
 
 // ---- which leaf types a tree holds ----------------------------------------------------------

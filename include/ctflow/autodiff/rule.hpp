@@ -12,10 +12,10 @@
 #include <array>
 #include <cstddef>
 
-#include "../ops/array.hpp"
-#include "../ops/math.hpp"
-#include "../ops/reduction.hpp"
-#include "node.hpp"
+#include <ctflow/ops/array.hpp>
+#include <ctflow/ops/math.hpp>
+#include <ctflow/ops/reduction.hpp>
+#include <ctflow/autodiff/node.hpp>
 
 namespace ctflow::autodiff {
 
@@ -24,28 +24,9 @@ template <class N> struct rule {
   static constexpr bool known = false;
 };
 
-template <class N> inline constexpr bool has_rule_v = rule<std::remove_cvref_t<N>>::known;
-
 namespace detail {
 
-/// Sums g (extents of a broadcast result, rank RG) down to the operand's extents (rank RO):
-/// leading axes it lacks and axes where it has extent 1.
-template <class T, class SG, class SO> struct sum_to_kernel {
-  using value_type = T;
-  using shape_type = SO;
-  static constexpr std::size_t RG = std::size_t(SG::rank), RO = std::size_t(SO::rank);
-  dims_t<RO> out_dims{};
-  void run(T* out, const expr::strided_view<T, RG>& g) const {
-    std::array<bool, RG> reduced{};
-    bool any = false;
-    for (std::size_t k = 0; k < RG; ++k) {
-      reduced[k] = k < RG - RO || (out_dims[k - (RG - RO)] == 1 && g.dims[k] != 1);
-      any = any || (reduced[k] && g.dims[k] != 1);
-    }
-    if (!any) { std::copy_n(g.data, product(out_dims), out); return; }
-    ops::reduce_into<ops::sum_op>(out, g.data, g.dims, reduced.data(), false);
-  }
-};
+
 
 // 0: the operand has the result's extents; 1: it may not (decided at run time); 2: it has not.
 template <class SO, class SOther, class SG> constexpr int broadcast_kind() {
@@ -78,7 +59,7 @@ template <class SOther, class Op, class G> auto unbroadcast(const Op& op, const 
   if constexpr (detail::broadcast_kind<SO, SOther, SG>() == 0) {
     return G(g);
   } else {
-    detail::sum_to_kernel<value_t<G>, SG, SO> k;
+    ops::sum_to_op<value_t<G>, SG, SO> k;
     k.out_dims = op.dims();
     return expr::make_computed(k, G(g));
   }

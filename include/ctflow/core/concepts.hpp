@@ -4,15 +4,11 @@
 #include <concepts>
 #include <type_traits>
 
-#include "dtype.hpp"
-#include "shape.hpp"
+#include <ctflow/core/device.hpp>
+#include <ctflow/core/dtype.hpp>
+#include <ctflow/core/shape.hpp>
 
 namespace ctflow {
-
-/// @brief The CPU device tag (the default device of every tensor).
-struct cpu {
-  static constexpr const char* name = "CPU:0";
-};
 
 /// @brief A ctflow expression: a tensor, a view or a node. It names its dtype (`value_type`),
 /// its static shape (`shape_type`) and its device, and reports its run-time extents (`dims()`).

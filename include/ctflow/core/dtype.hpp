@@ -65,11 +65,26 @@ struct float16 {
   }
 };
 
-template <class T> inline constexpr bool is_dtype_v =
-    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int8_t> ||
-    std::is_same_v<T, std::int16_t> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
-    std::is_same_v<T, std::uint8_t> || std::is_same_v<T, bool> || std::is_same_v<T, bfloat16> ||
-    std::is_same_v<T, float16>;
+/// @brief The dtypes ctflow stores, each once: its TensorFlow name and its safetensors code.
+template <class T> struct dtype_info;
+#define CTFLOW_DTYPE(TYPE, NAME, SAFETENSORS)                                                   \
+  template <> struct dtype_info<TYPE> {                                                        \
+    static constexpr const char* name = NAME;                                                  \
+    static constexpr const char* safetensors = SAFETENSORS;                                    \
+  }
+CTFLOW_DTYPE(float, "float32", "F32");
+CTFLOW_DTYPE(double, "float64", "F64");
+CTFLOW_DTYPE(std::int8_t, "int8", "I8");
+CTFLOW_DTYPE(std::int16_t, "int16", "I16");
+CTFLOW_DTYPE(std::int32_t, "int32", "I32");
+CTFLOW_DTYPE(std::int64_t, "int64", "I64");
+CTFLOW_DTYPE(std::uint8_t, "uint8", "U8");
+CTFLOW_DTYPE(bool, "bool", "BOOL");
+CTFLOW_DTYPE(bfloat16, "bfloat16", "BF16");
+CTFLOW_DTYPE(float16, "float16", "F16");
+#undef CTFLOW_DTYPE
+
+template <class T> inline constexpr bool is_dtype_v = requires { dtype_info<T>::name; };
 
 /// @brief A type ctflow stores in tensors.
 template <class T> concept DType = is_dtype_v<T>;
@@ -86,16 +101,7 @@ template <class T> using compute_t = typename compute_type<T>::type;
 
 /// @brief TensorFlow's name of a dtype ("float32", "int64", ...).
 template <class T> constexpr const char* dtype_name() {
-  if constexpr (std::is_same_v<T, float>) return "float32";
-  else if constexpr (std::is_same_v<T, double>) return "float64";
-  else if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
-  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
-  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
-  else if constexpr (std::is_same_v<T, bool>) return "bool";
-  else if constexpr (std::is_same_v<T, bfloat16>) return "bfloat16";
-  else if constexpr (std::is_same_v<T, float16>) return "float16";
+  if constexpr (is_dtype_v<T>) return dtype_info<T>::name;
   else return "unknown";
 }
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "dtype.hpp"
-#include "shape.hpp"
+#include <ctflow/core/dtype.hpp>
+#include <ctflow/core/shape.hpp>
 
 namespace ctflow::detail {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "errors.hpp"
+#include <ctflow/core/errors.hpp>
 
 namespace ctflow {
 

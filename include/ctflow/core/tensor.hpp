@@ -10,10 +10,13 @@
 #include <string>
 #include <type_traits>
 
-#include "../backend/cpu/evaluator.hpp"
-#include "../detail/buffer.hpp"
-#include "concepts.hpp"
-#include "print.hpp"
+#include <cstring>
+
+#include <ctflow/detail/buffer.hpp>
+#include <ctflow/expr/node.hpp>
+#include <ctflow/core/concepts.hpp>
+#include <ctflow/core/device.hpp>
+#include <ctflow/core/print.hpp>
 
 namespace ctflow {
 
@@ -29,12 +32,14 @@ template <class S, class ES> constexpr bool same_extents() {
     return true;
   }
 }
-template <class T, class S, class E> inline constexpr bool store_ok =
-    std::is_same_v<T, value_t<E>> && same_extents<S, shape_t<E>>();
+template <class T, class S, class D, class E> inline constexpr bool store_ok =
+    std::is_same_v<T, value_t<E>> && same_extents<S, shape_t<E>>() && same_device_v<D, device_t<E>>;
 
-/// Rules for storing expression E into a tensor of dtype T and shape S.
-template <class T, class S, class E> constexpr bool check_store() {
-  if constexpr (!std::is_same_v<T, value_t<E>>) {
+/// Rules for storing expression E into a tensor of dtype T and shape S on device D.
+template <class T, class S, class D, class E> constexpr bool check_store() {
+  if constexpr (!same_device_v<D, device_t<E>>) {
+    return check_devices<fixed_string("ctflow::Tensor"), D, device_t<E>>();
+  } else if constexpr (!std::is_same_v<T, value_t<E>>) {
     CTFLOW_STATIC_CHECK(false, concat(fixed_string("ctflow::Tensor: dtypes differ: "), fixed_string_of<dtype_name<T>>(),
                                       fixed_string(" vs "), fixed_string_of<dtype_name<value_t<E>>>(),
                                       fixed_string("; convert with ctflow::cast")));
@@ -49,41 +54,26 @@ template <class T, class S, class E> constexpr bool check_store() {
 
 /// Does e read any memory in [b, end)?
 template <class E> bool reads_memory(const E& e, const void* b, const void* end) {
-  using N = std::remove_cvref_t<E>;
-  if constexpr (is_leaf_v<N>) {
+  if constexpr (is_leaf_v<E>) {
     return static_cast<const void*>(e.data()) < end && b < static_cast<const void*>(e.data() + e.size());
-  } else if constexpr (requires { e.ops; }) {
-    return std::apply([&](const auto&... o) { return (reads_memory(o, b, end) || ...); }, e.ops);
-  } else if constexpr (requires { e.l; }) {
-    return reads_memory(e.l, b, end) || reads_memory(e.r, b, end);
-  } else if constexpr (requires { e.c; }) {
-    return reads_memory(e.c, b, end) || reads_memory(e.a, b, end) || reads_memory(e.b, b, end);
-  } else if constexpr (requires { e.e; }) {
-    return reads_memory(e.e, b, end);
   } else {
-    return false;
+    return expr::any_operand(e, [&](const auto& o) { return reads_memory(o, b, end); });
   }
 }
 
 /// Does any tensor read by e share memory with [b, end) in a way element-wise order cannot
 /// tolerate (through a view, a boundary, or with other extents)?
 template <class E, std::size_t R> bool unsafe_alias(const E& e, const void* b, const void* end, const dims_t<R>& d) {
-  using N = std::remove_cvref_t<E>;
-  if constexpr (is_leaf_v<N>) {
+  if constexpr (is_leaf_v<E>) {
     const void* lo = e.data();
     const void* hi = e.data() + e.size();
     const bool overlap = lo < end && b < hi;
-    if constexpr (rank_v<N> == R) return overlap && (lo != b || e.dims() != d);
+    if constexpr (rank_v<E> == R) return overlap && (lo != b || e.dims() != d);
     else return overlap;
-  } else if constexpr (expr::is_elementwise<N>::value) {
-    if constexpr (requires { e.e; }) return unsafe_alias(e.e, b, end, d);
-    else if constexpr (requires { e.l; }) return unsafe_alias(e.l, b, end, d) || unsafe_alias(e.r, b, end, d);
-    else if constexpr (requires { e.c; }) return unsafe_alias(e.c, b, end, d) || unsafe_alias(e.a, b, end, d) || unsafe_alias(e.b, b, end, d);
-    else return false;
-  } else if constexpr (requires { e.ops; }) {
-    return std::apply([&](const auto&... o) { return (reads_memory(o, b, end) || ...); }, e.ops);
+  } else if constexpr (expr::is_elementwise<std::remove_cvref_t<E>>::value) {
+    return expr::any_operand(e, [&](const auto& o) { return unsafe_alias(o, b, end, d); });
   } else {
-    return reads_memory(e.e, b, end);
+    return reads_memory(e, b, end);
   }
 }
 
@@ -112,11 +102,11 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   /// @brief Evaluates an expression (dtype must be T; extents must fit S).
   template <Expression E> requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
   Tensor(const E& e) {
-    detail::check_store<T, S, E>();
-    if constexpr (detail::store_ok<T, S, E>) {
+    detail::check_store<T, S, D, E>();
+    if constexpr (detail::store_ok<T, S, D, E>) {
       dims_ = checked(e.dims());
-      buf_ = detail::buffer<T>(product(dims_), false);
-      backend::cpu::assign(buf_.data(), dims_, e);
+      buf_ = buffer_type(product(dims_), false);
+      executor<D>::assign(buf_.data(), dims_, e);
     }
   }
 
@@ -132,15 +122,15 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   /// already have them. Reading this tensor inside e is safe.
   template <Expression E> requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
   Tensor& operator=(const E& e) {
-    detail::check_store<T, S, E>();
-    if constexpr (detail::store_ok<T, S, E>) {
+    detail::check_store<T, S, D, E>();
+    if constexpr (detail::store_ok<T, S, D, E>) {
       const auto d = checked(e.dims());
       const void* b = buf_.data();
       if (d != dims_ || detail::unsafe_alias(e, b, static_cast<const void*>(buf_.data() + buf_.size()), dims_)) {
         Tensor t(e);
         *this = std::move(t);
       } else {
-        backend::cpu::assign(buf_.data(), dims_, e);
+        executor<D>::assign(buf_.data(), dims_, e);
       }
     }
     return *this;
@@ -202,8 +192,9 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
     return offset(u);
   }
 
+  using buffer_type = typename D::template buffer<T>;
   dims_t<std::size_t(rank)> dims_{};
-  detail::buffer<T> buf_;
+  buffer_type buf_;
 };
 
 template <class T, class S, class D> struct is_leaf<Tensor<T, S, D>> : std::true_type {};
@@ -237,14 +228,14 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
   /// @brief Writes e into the viewed memory (extents must be equal).
   template <Expression E> requires(!std::is_const_v<T>)
   TensorView& operator=(const E& e) {
-    detail::check_store<value_type, S, E>();
-    if constexpr (detail::store_ok<value_type, S, E>) {
+    detail::check_store<value_type, S, D, E>();
+    if constexpr (detail::store_ok<value_type, S, D, E>) {
       if (e.dims() != dims_) throw_shape_error("ctflow::TensorView", "shapes differ", dims_, e.dims());
       const bool contiguous = strides_ == row_major_strides(dims_);
       const void* b = p_;
       const void* end = p_ + size();
       if (contiguous && !detail::unsafe_alias(e, b, end, dims_)) {
-        backend::cpu::assign(p_, dims_, e);
+        executor<D>::assign(p_, dims_, e);
       } else {
         // Evaluate first, then scatter into the strided memory (it may overlap the operands).
         const Tensor<value_type, S, D> t(e);
@@ -284,8 +275,23 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
 
 template <class T, class S, class D> struct is_leaf<TensorView<T, S, D>> : std::true_type {};
 
-/// @brief Evaluates an expression into a new Tensor of its dtype and shape.
-template <Expression E> auto eval(const E& e) { return Tensor<value_t<E>, shape_t<E>, device_t<E>>(e); }
+/// @brief Evaluates an expression into a new Tensor of its dtype, shape and device.
+template <Expression E> auto eval(const E& e) { return Tensor<value_t<E>, shape_t<E>, placed_device_t<device_t<E>>>(e); }
+
+/// @brief A copy of a tensor (or of an expression's value) on device To: the device is part of
+/// the type, so copies between devices are explicit (`to<reference>(x)`).
+template <class To, Expression E> auto to(const E& e) {
+  using From = placed_device_t<device_t<E>>;
+  if constexpr (std::is_same_v<From, To>) {
+    return eval(e);
+  } else {
+    static_assert(host_device_v<From> && host_device_v<To>, "ctflow::to: no copy between these devices");
+    const auto v = eval(e);
+    Tensor<value_t<E>, shape_t<E>, To> t(v.dims());
+    if (v.size()) std::memcpy(static_cast<void*>(t.data()), v.data(), v.size() * sizeof(value_t<E>));
+    return t;
+  }
+}
 
 /// @brief Prints like TensorFlow's str(tensor), summarised past 1000 elements.
 template <class T, class S, class D> std::ostream& operator<<(std::ostream& os, const Tensor<T, S, D>& t) {

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "tensor.hpp"
+#include <ctflow/core/tensor.hpp>
 
 namespace ctflow {
 

@@ -18,8 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "../detail/file.hpp"
-#include "dataset.hpp"
+#include <ctflow/detail/file.hpp>
+#include <ctflow/data/dataset.hpp>
 
 namespace ctflow::data {
 

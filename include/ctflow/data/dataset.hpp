@@ -31,8 +31,8 @@
 #include <variant>
 #include <vector>
 
-#include "../ops/random.hpp"
-#include "element.hpp"
+#include <ctflow/ops/random.hpp>
+#include <ctflow/data/element.hpp>
 
 namespace ctflow::data {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "../core/tensor.hpp"
+#include <ctflow/core/tensor.hpp>
 
 namespace ctflow::data {
 

@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/tensor.hpp"
-#include "../detail/protobuf.hpp"
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/detail/protobuf.hpp>
 
 namespace ctflow::io {
 

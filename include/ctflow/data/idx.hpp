@@ -11,9 +11,9 @@
 #include <string>
 #include <utility>
 
-#include "../core/tensor.hpp"
-#include "../detail/file.hpp"
-#include "../detail/raw.hpp"
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/detail/file.hpp>
+#include <ctflow/detail/raw.hpp>
 
 namespace ctflow::data {
 

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../core/tensor.hpp"
+#include <ctflow/core/tensor.hpp>
 
 namespace ctflow::io {
 

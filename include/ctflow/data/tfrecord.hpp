@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "../detail/file.hpp"
-#include "../detail/record.hpp"
-#include "dataset.hpp"
+#include <ctflow/detail/file.hpp>
+#include <ctflow/detail/record.hpp>
+#include <ctflow/data/dataset.hpp>
 
 namespace ctflow::io {
 

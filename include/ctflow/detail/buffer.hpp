@@ -61,12 +61,6 @@ class block_cache {
     std::free(p);
   }
 
-  /// Gives every cached block back to the system.
-  void trim() {
-    std::lock_guard lk(m_);
-    trim_locked();
-  }
-
   void set_limit(std::size_t bytes) {
     std::lock_guard lk(m_);
     limit_ = bytes;
@@ -123,11 +117,22 @@ class block_cache {
   std::atomic<std::size_t> system_allocations_{0};
 };
 
-template <class T> class buffer {
+/// Memory straight from the system, for devices that keep no cache (the reference device).
+struct system_blocks {
+  static void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  static void release(void* p, std::size_t) { std::free(p); }
+};
+
+/// n elements of T, 64-byte aligned, from the block cache (Cached) or from the system.
+template <class T, bool Cached = true> class buffer {
  public:
   buffer() = default;
-  explicit buffer(std::size_t n, bool zero = true)
-      : p_(static_cast<T*>(block_cache::instance().allocate(n * sizeof(T)))), n_(n) {
+  explicit buffer(std::size_t n, bool zero = true) : p_(static_cast<T*>(blocks().allocate(n * sizeof(T)))), n_(n) {
     if (zero && n) std::memset(static_cast<void*>(p_), 0, n * sizeof(T));
   }
   buffer(const buffer& o) : buffer(o.n_, false) {
@@ -135,12 +140,16 @@ template <class T> class buffer {
   }
   buffer(buffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
   buffer& operator=(buffer o) noexcept { std::swap(p_, o.p_); std::swap(n_, o.n_); return *this; }
-  ~buffer() { block_cache::instance().release(p_, n_ * sizeof(T)); }
+  ~buffer() { blocks().release(p_, n_ * sizeof(T)); }
 
   T* data() const { return p_; }
   std::size_t size() const { return n_; }
 
  private:
+  static auto& blocks() {
+    if constexpr (Cached) return block_cache::instance();
+    else { static system_blocks s; return s; }
+  }
   T* p_ = nullptr;
   std::size_t n_ = 0;
 };

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "../core/errors.hpp"
+#include <ctflow/core/errors.hpp>
 
 namespace ctflow::detail {
 
@@ -182,18 +182,6 @@ inline std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> in, const 
   }
   out.resize(produced);
   return out;
-}
-
-/// The whole file; gzip data (by its magic bytes) is inflated.
-inline std::vector<std::uint8_t> read_file(const std::string& path, const std::string& what) {
-  input_file f(path, compression::none, what);
-  std::vector<std::uint8_t> bytes;
-  struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) bytes.reserve(std::size_t(st.st_size));
-  std::uint8_t chunk[1 << 16];
-  for (std::size_t got; (got = f.read(chunk, sizeof chunk)) > 0;) bytes.insert(bytes.end(), chunk, chunk + got);
-  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, what, path);
-  return bytes;
 }
 
 /// A whole file mapped read-only (files of any size: offsets are 64-bit).

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "../core/errors.hpp"
+#include <ctflow/core/errors.hpp>
 
 namespace ctflow::detail::pb {
 
@@ -53,12 +53,6 @@ struct writer {
     tag(field, length_type);
     varint(v.size() * 4);
     for (float f : v) raw(std::bit_cast<std::uint32_t>(f));
-  }
-  void packed_doubles(std::uint32_t field, std::span<const double> v) {
-    if (v.empty()) return;
-    tag(field, length_type);
-    varint(v.size() * 8);
-    for (double d : v) raw(std::bit_cast<std::uint64_t>(d));
   }
   /// repeated int64, packed varints (negative values take ten bytes, as protobuf encodes them).
   void packed_int64s(std::uint32_t field, std::span<const std::int64_t> v) {

@@ -3,12 +3,14 @@
 // (matmul, reductions, concat, gather, ...). Its result is computed once per evaluation; when it
 // is the root of an assignment the kernel writes straight into the destination.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <string_view>
 #include <tuple>
 
-#include "../core/concepts.hpp"
-#include "strided.hpp"
+#include <ctflow/core/concepts.hpp>
+#include <ctflow/expr/strided.hpp>
 
 namespace ctflow::expr {
 
@@ -25,8 +27,8 @@ template <class K, class... Ops> struct Computed {
   using ctflow_expression = void;
   using value_type = typename K::value_type;
   using shape_type = typename K::shape_type;
-  using device_type = cpu;
-  using kernel_type = K;
+  using device_type = common_device_t<device_t<Ops>...>;
+  using op_type = K;
   K k;
   std::tuple<stored_t<Ops>...> ops;
   dims_t<shape_type::rank> dims() const { return k.out_dims; }
@@ -41,7 +43,32 @@ template <class K> concept saving_kernel = requires(const K& k) {
   { k.saved_size() } -> std::convertible_to<std::size_t>;
 };
 
+namespace detail {
+template <class K> constexpr std::string_view pretty_name() { return __PRETTY_FUNCTION__; }
+/// The short name of op K: its descriptor's name without namespaces, template arguments and
+/// "_op" (ops::matmul_op<...> -> "matmul").
+template <class K> constexpr std::string_view op_short_name() {
+  std::string_view t = pretty_name<K>();
+  t = t.substr(t.find("K = ") + 4);
+  t = t.substr(0, t.find_first_of("<;]"));
+  if (const auto c = t.rfind("::"); c != std::string_view::npos) t = t.substr(c + 2);
+  if (t.size() > 3 && t.substr(t.size() - 3) == "_op") t.remove_suffix(3);
+  return t;
+}
+}  // namespace detail
+
+/// "ctflow::<op>", the name errors about op K give.
+template <class K> constexpr auto op_name() {
+  constexpr std::string_view n = detail::op_short_name<K>();
+  ctflow::detail::fixed_string<n.size() + 9> r;
+  std::copy_n("ctflow::", 8, r.s);
+  std::copy_n(n.data(), n.size(), r.s + 8);
+  return r;
+}
+
+/// The node of op k over operands ops, which must be on one device.
 template <class K, class... Ops> auto make_computed(K k, Ops&&... ops) {
+  check_devices<op_name<K>(), device_t<Ops>...>();
   return Computed<K, Ops&&...>{std::move(k), {std::forward<Ops>(ops)...}};
 }
 

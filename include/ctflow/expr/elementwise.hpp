@@ -5,7 +5,7 @@
 
 #include <tuple>
 
-#include "../core/concepts.hpp"
+#include <ctflow/core/concepts.hpp>
 
 namespace ctflow::expr {
 
@@ -14,7 +14,7 @@ template <class T> struct Scalar {
   using ctflow_expression = void;
   using value_type = T;
   using shape_type = Shape<>;
-  using device_type = cpu;
+  using device_type = any_device;
   compute_t<T> value;
   constexpr dims_t<0> dims() const { return {}; }
 };
@@ -35,7 +35,7 @@ template <class F, class L, class R> struct Binary {
   using ctflow_expression = void;
   using value_type = typename F::template result<value_t<L>>;
   using shape_type = broadcast_shape_t<shape_t<L>, shape_t<R>>;
-  using device_type = device_t<L>;
+  using device_type = common_device_t<device_t<L>, device_t<R>>;
   F f;
   stored_t<L> l;
   stored_t<R> r;
@@ -50,7 +50,7 @@ template <class C, class A, class B> struct Select {
   using ctflow_expression = void;
   using value_type = value_t<A>;
   using shape_type = broadcast_shape_t<shape_t<C>, broadcast_shape_t<shape_t<A>, shape_t<B>>>;
-  using device_type = device_t<A>;
+  using device_type = common_device_t<device_t<C>, device_t<A>, device_t<B>>;
   stored_t<C> c;
   stored_t<A> a;
   stored_t<B> b;

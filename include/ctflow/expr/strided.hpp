@@ -6,7 +6,7 @@
 #include <array>
 #include <cstddef>
 
-#include "../core/concepts.hpp"
+#include <ctflow/core/concepts.hpp>
 
 namespace ctflow::expr {
 

@@ -38,9 +38,9 @@
 #include <string_view>
 #include <vector>
 
-#include "../core/variable.hpp"
-#include "../detail/file.hpp"
-#include "safetensors.hpp"
+#include <ctflow/core/variable.hpp>
+#include <ctflow/detail/file.hpp>
+#include <ctflow/io/safetensors.hpp>
 
 namespace ctflow::train {
 

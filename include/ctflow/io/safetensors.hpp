@@ -22,26 +22,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../core/tensor.hpp"
-#include "../detail/file.hpp"
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/detail/file.hpp>
 
 namespace ctflow::io {
 
 static_assert(std::endian::native == std::endian::little, "ctflow::io: safetensors data is little-endian; so must the host be");
 
 /// @brief The safetensors code of a ctflow dtype ("F32", "I64", "BOOL", ...).
-template <DType T> constexpr const char* safetensors_dtype() {
-  if constexpr (std::is_same_v<T, float>) return "F32";
-  else if constexpr (std::is_same_v<T, double>) return "F64";
-  else if constexpr (std::is_same_v<T, std::int8_t>) return "I8";
-  else if constexpr (std::is_same_v<T, std::int16_t>) return "I16";
-  else if constexpr (std::is_same_v<T, std::int32_t>) return "I32";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "I64";
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return "U8";
-  else if constexpr (std::is_same_v<T, bool>) return "BOOL";
-  else if constexpr (std::is_same_v<T, bfloat16>) return "BF16";
-  else return "F16";
-}
+template <DType T> constexpr const char* safetensors_dtype() { return dtype_info<T>::safetensors; }
 
 /// @brief Bytes per element of a safetensors dtype code; 0 for a code the format does not define.
 inline std::size_t safetensors_dtype_size(std::string_view code) {

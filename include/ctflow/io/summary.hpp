@@ -35,11 +35,11 @@
 #include <string_view>
 #include <vector>
 
-#include "../core/tensor.hpp"
-#include "../data/image.hpp"
-#include "../detail/file.hpp"
-#include "../detail/protobuf.hpp"
-#include "../detail/record.hpp"
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/data/image.hpp>
+#include <ctflow/detail/file.hpp>
+#include <ctflow/detail/protobuf.hpp>
+#include <ctflow/detail/record.hpp>
 
 namespace ctflow::summary {
 

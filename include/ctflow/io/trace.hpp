@@ -27,9 +27,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../core/errors.hpp"
-#include "../detail/file.hpp"
-#include "../detail/profile.hpp"
+#include <ctflow/core/errors.hpp>
+#include <ctflow/detail/file.hpp>
+#include <ctflow/detail/profile.hpp>
 
 namespace ctflow::profiler {
 

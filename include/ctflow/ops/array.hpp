@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "../core/tensor.hpp"
-#include "../detail/raw.hpp"
-#include "../expr/computed.hpp"
-#include "../expr/strided.hpp"
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/detail/raw.hpp>
+#include <ctflow/expr/computed.hpp>
+#include <ctflow/expr/strided.hpp>
 
 namespace ctflow {
 
@@ -282,23 +282,11 @@ template <ShapeType S, Expression E> auto broadcast_to(E&& e, const dims_t<std::
 namespace ops {
 
 /// Concatenation of N operands of one dtype along Axis ([outer, n_i, inner] blocks copied in turn).
-template <class T, class S, int Axis, std::size_t N> struct concat_kernel {
+template <class T, class S, int Axis, std::size_t N> struct concat_op {
   using value_type = T;
   using shape_type = S;
   dims_t<std::size_t(S::rank)> out_dims{};
   std::array<std::size_t, N> along{};
-  template <class... V> void run(T* out, const V&... in) const {
-    std::size_t outer = 1, inner = 1;
-    for (int i = 0; i < S::rank; ++i) {
-      if (i < Axis) outer *= out_dims[std::size_t(i)];
-      if (i > Axis) inner *= out_dims[std::size_t(i)];
-    }
-    const std::size_t row = out_dims[std::size_t(Axis)] * inner;
-    for (std::size_t o = 0; o < outer; ++o) {
-      std::size_t at = 0, k = 0;
-      ((std::memcpy(out + o * row + at, in.data + o * along[k] * inner, along[k] * inner * sizeof(T)), at += along[k] * inner, ++k), ...);
-    }
-  }
 };
 
 template <int Axis, class S0, class... S> constexpr auto concat_extents() {
@@ -332,7 +320,7 @@ template <int Axis, Expression E0, Expression... Es> auto concat(E0&& e0, Es&&..
                                          detail::concat(detail::fixed_string(" x "), shape_string_v<shape_t<Es>>)...));
   if constexpr (ok) {
     using Out = shape_of<ops::concat_extents<ax, S0, shape_t<Es>...>()>;
-    ops::concat_kernel<value_t<E0>, Out, ax, 1 + sizeof...(Es)> k;
+    ops::concat_op<value_t<E0>, Out, ax, 1 + sizeof...(Es)> k;
     const auto d0 = e0.dims();
     k.out_dims = d0;
     std::size_t j = 0;
@@ -409,16 +397,10 @@ template <int Axis> struct gather_layout {
   }
 };
 
-template <class T, class SP, class SI, class S, int Axis, class I> struct gather_kernel {
+template <class T, class SP, class SI, class S, int Axis, class I> struct gather_op {
   using value_type = T;
   using shape_type = S;
   dims_t<std::size_t(S::rank)> out_dims{};
-  void run(T* out, const expr::strided_view<T, std::size_t(SP::rank)>& p, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    const gather_layout<Axis> at(p.dims, idx);
-    for (std::size_t o = 0; o < at.outer; ++o)
-      for (std::size_t j = 0; j < at.nidx; ++j)
-        std::memcpy(out + (o * at.nidx + j) * at.inner, p.data + (o * at.n + std::size_t(idx.data[j])) * at.inner, at.inner * sizeof(T));
-  }
 };
 
 }  // namespace ops
@@ -443,7 +425,7 @@ template <int Axis = 0, Expression P, Expression I> auto gather(P&& params, I&& 
     for (int i = ax + 1; i < SP::rank; ++i) d[o++] = SP::extents[std::size_t(i)];
     return d;
   }();
-  ops::gather_kernel<value_t<P>, SP, SI, shape_of<out_ext>, ax, IT> k;
+  ops::gather_op<value_t<P>, SP, SI, shape_of<out_ext>, ax, IT> k;
   const auto dp = params.dims();
   const auto di = indices.dims();
   std::size_t o = 0;
@@ -455,22 +437,12 @@ template <int Axis = 0, Expression P, Expression I> auto gather(P&& params, I&& 
 
 namespace ops {
 
-template <class T, class I, class SI, class S> struct one_hot_kernel {
+template <class T, class I, class SI, class S> struct one_hot_op {
   using value_type = T;
   using shape_type = S;
   dims_t<std::size_t(S::rank)> out_dims{};
   std::size_t depth = 0;
   T on{1}, off{0};
-  void run(T* out, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    std::size_t n = 1;
-    for (auto x : idx.dims) n *= x;
-    for (std::size_t j = 0; j < n; ++j) {
-      T* row = out + j * depth;
-      std::fill_n(row, depth, off);
-      // TensorFlow: an index outside [0, depth) gives a row of off_value.
-      if (idx.data[j] >= 0 && std::size_t(idx.data[j]) < depth) row[std::size_t(idx.data[j])] = on;
-    }
-  }
 };
 
 }  // namespace ops
@@ -480,7 +452,7 @@ template <class T, class I, class SI, class S> struct one_hot_kernel {
 template <std::size_t Depth, class T = float, Expression I> auto one_hot(I&& indices, T on_value = T(1), T off_value = T(0)) {
   using SI = shape_t<I>;
   constexpr auto out_ext = [] { dims_t<std::size_t(SI::rank + 1)> d{}; for (int i = 0; i < SI::rank; ++i) d[std::size_t(i)] = SI::extents[std::size_t(i)]; d[std::size_t(SI::rank)] = Depth; return d; }();
-  ops::one_hot_kernel<T, value_t<I>, SI, shape_of<out_ext>> k;
+  ops::one_hot_op<T, value_t<I>, SI, shape_of<out_ext>> k;
   const auto di = indices.dims();
   for (int i = 0; i < SI::rank; ++i) k.out_dims[std::size_t(i)] = di[std::size_t(i)];
   k.out_dims[std::size_t(SI::rank)] = Depth;
@@ -493,7 +465,7 @@ template <std::size_t Depth, class T = float, Expression I> auto one_hot(I&& ind
 namespace ops {
 
 /// Pad and tile: each output element reads the input at a computed index (or a constant).
-template <class T, class SIn, class S, bool Tile> struct index_map_kernel {
+template <class T, class SIn, class S, bool Tile> struct index_map_op {
   using value_type = T;
   using shape_type = S;
   static constexpr std::size_t R = std::size_t(S::rank);
@@ -527,10 +499,6 @@ template <class T, class SIn, class S, bool Tile> struct index_map_kernel {
     }
   }
 
-  void run(T* out, const expr::strided_view<T, R>& in) const {
-    if constexpr (!Tile) std::fill_n(out, product(out_dims), constant);
-    walk(in.dims, [&](std::size_t e, std::ptrdiff_t off) { out[e] = in.data[off]; });
-  }
 };
 
 }  // namespace ops
@@ -541,7 +509,7 @@ template <Expression E>
 auto pad(E&& e, const std::array<std::array<std::size_t, 2>, std::size_t(shape_t<E>::rank)>& paddings, value_t<E> constant = {}) {
   using S = shape_t<E>;
   constexpr auto out_ext = [] { dims_t<std::size_t(S::rank)> d{}; d.fill(dyn); return d; }();
-  ops::index_map_kernel<value_t<E>, S, shape_of<out_ext>, false> k;
+  ops::index_map_op<value_t<E>, S, shape_of<out_ext>, false> k;
   const auto d = e.dims();
   for (int i = 0; i < S::rank; ++i) {
     k.before[std::size_t(i)] = paddings[std::size_t(i)][0];
@@ -557,7 +525,7 @@ template <std::size_t... Multiples, Expression E> auto tile(E&& e) {
   static_assert(sizeof...(Multiples) == std::size_t(S::rank), "ctflow::tile: one multiple per axis");
   static constexpr std::array<std::size_t, sizeof...(Multiples)> mult{Multiples...};
   constexpr auto out_ext = [] { auto d = S::extents; for (std::size_t i = 0; i < d.size(); ++i) if (d[i] != dyn) d[i] *= mult[i]; return d; }();
-  ops::index_map_kernel<value_t<E>, S, shape_of<out_ext>, true> k;
+  ops::index_map_op<value_t<E>, S, shape_of<out_ext>, true> k;
   const auto d = e.dims();
   for (std::size_t i = 0; i < d.size(); ++i) k.out_dims[i] = d[i] * mult[i];
   return expr::make_computed(k, std::forward<E>(e));
@@ -572,5 +540,30 @@ template <DType T> Tensor<T, Shape<dyn>> decode_raw(std::span<const std::uint8_t
   detail::load_raw(t.data(), bytes, little_endian);
   return t;
 }
+
+namespace ops {
+
+/// The transpose of an affine view: out (the operand's extents) = 0, then out[map(i)] += g[i].
+template <class T, class SE, class S, class M> struct view_adjoint_op {
+  using value_type = T;
+  using shape_type = SE;
+  static constexpr std::size_t RI = std::size_t(SE::rank), RO = std::size_t(S::rank);
+  dims_t<RI> out_dims{};
+  M m;
+};
+/// Pad's and tile's adjoint: each input element sums the output elements that read it.
+template <class K, class SIn> struct index_map_adjoint_op {
+  using value_type = typename K::value_type;
+  using shape_type = SIn;
+  dims_t<K::R> out_dims{};
+  K forward;
+};
+/// gather's adjoint: zeros of the params' extents, each gathered slice added back at its index.
+template <class T, class SP, class SG, class SI, int Axis, class I> struct gather_adjoint_op {
+  using value_type = T;
+  using shape_type = SP;
+  dims_t<std::size_t(SP::rank)> out_dims{};
+};
+}  // namespace ops
 
 }  // namespace ctflow

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "../backend/cpu/observe.hpp"
-#include "../core/tensor.hpp"
+#include <ctflow/detail/observe.hpp>
+#include <ctflow/core/tensor.hpp>
 
 namespace ctflow {
 
@@ -93,9 +93,9 @@ namespace debugging {
 /// naming message, the op that made x, the first NaN or infinity and its index.
 template <Expression E> auto check_numerics(const E& x, std::string_view message) {
   auto t = eval(x);
-  const std::string& op = backend::cpu::observe::label<E>();
-  backend::cpu::observe::check_finite("ctflow::debugging::check_numerics: " + std::string(message) + (op.empty() ? "" : " (op " + op + ")"),
-                                      backend::cpu::observe::result(t.data(), t.dims()));
+  const std::string& op = ctflow::detail::observe::label<E>();
+  ctflow::detail::observe::check_finite("ctflow::debugging::check_numerics: " + std::string(message) + (op.empty() ? "" : " (op " + op + ")"),
+                                        ctflow::detail::observe::result(t.data(), t.dims()));
   return t;
 }
 

@@ -7,13 +7,12 @@
 #include <cmath>
 #include <cstdint>
 
-#include "../backend/cpu/thread_pool.hpp"
-#include "../core/tensor.hpp"
-#include "../expr/computed.hpp"
-#include "array.hpp"
-#include "math.hpp"
-#include "random.hpp"
-#include "reduction.hpp"
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/expr/computed.hpp>
+#include <ctflow/ops/array.hpp>
+#include <ctflow/ops/math.hpp>
+#include <ctflow/ops/random.hpp>
+#include <ctflow/ops/reduction.hpp>
 
 namespace ctflow::image {
 
@@ -70,7 +69,7 @@ template <Expression E> auto per_image_standardization(const E& e) {
   detail::check_image_rank<E>();
   constexpr int R = shape_t<E>::rank;
   using S = shape_t<E>;
-  Tensor<float, S> x = cast<float>(e);
+  Tensor<float, S, placed_device_t<device_t<E>>> x = cast<float>(e);
   const auto d = x.dims();
   const std::size_t images = R == 4 ? d[0] : 1, n = x.size() / std::max<std::size_t>(images, 1);
   for (std::size_t b = 0; b < images; ++b) {
@@ -116,7 +115,7 @@ struct resize_geometry {
   }
 };
 
-template <class T, class SX, std::size_t H, std::size_t W> struct resize_kernel {
+template <class T, class SX, std::size_t H, std::size_t W> struct resize_op {
   static constexpr std::size_t R = std::size_t(SX::rank);
   static constexpr auto extents = [] {
     auto d = SX::extents;
@@ -128,62 +127,17 @@ template <class T, class SX, std::size_t H, std::size_t W> struct resize_kernel 
   using shape_type = shape_of<extents>;
   dims_t<R> out_dims{};
   resize_geometry g{};
-  void run(float* out, const expr::strided_view<T, R>& x) const {
-    backend::cpu::parallel_for(g.n * g.oh, 8, 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t row = b; row < e; ++row) {
-        const std::size_t n = row / g.oh, y = row % g.oh;
-        const T* src = x.data + n * g.ih * g.iw * g.c;
-        float* dst = out + row * g.ow * g.c;
-        const axis_sample sy = sample_axis(y, g.ih, g.oh, g.method);
-        for (std::size_t xo = 0; xo < g.ow; ++xo) {
-          const axis_sample sx = sample_axis(xo, g.iw, g.ow, g.method);
-          const T* tl = src + (sy.i0 * g.iw + sx.i0) * g.c;
-          const T* tr = src + (sy.i0 * g.iw + sx.i1) * g.c;
-          const T* bl = src + (sy.i1 * g.iw + sx.i0) * g.c;
-          const T* br = src + (sy.i1 * g.iw + sx.i1) * g.c;
-          for (std::size_t k = 0; k < g.c; ++k) {
-            // TensorFlow's order of operations: along the width, then the height.
-            const float top = float(tl[k]) + (float(tr[k]) - float(tl[k])) * sx.t;
-            const float bottom = float(bl[k]) + (float(br[k]) - float(bl[k])) * sx.t;
-            dst[xo * g.c + k] = top + (bottom - top) * sy.t;
-          }
-        }
-      }
-    });
-  }
 };
 
 /// The input adjoint of a resize (TensorFlow's ResizeBilinearGrad / ResizeNearestNeighborGrad):
 /// each output's adjoint goes back to the elements it sampled, with their weights; images are
 /// split among threads, so no two threads write one element.
-template <class SX> struct resize_grad_kernel {
+template <class SX> struct resize_grad_op {
   static constexpr std::size_t R = std::size_t(SX::rank);
   using value_type = float;
   using shape_type = SX;
   dims_t<R> out_dims{};
   resize_geometry g{};
-  void run(float* out, const expr::strided_view<float, R>& dy) const {
-    std::fill_n(out, product(out_dims), 0.f);
-    backend::cpu::parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t n = b; n < e; ++n)
-        for (std::size_t y = 0; y < g.oh; ++y) {
-          const axis_sample sy = sample_axis(y, g.ih, g.oh, g.method);
-          float* dst = out + n * g.ih * g.iw * g.c;
-          for (std::size_t xo = 0; xo < g.ow; ++xo) {
-            const axis_sample sx = sample_axis(xo, g.iw, g.ow, g.method);
-            const float* d = dy.data + ((n * g.oh + y) * g.ow + xo) * g.c;
-            const auto add = [&](std::size_t iy, std::size_t ix, float w) {
-              float* p = dst + (iy * g.iw + ix) * g.c;
-              for (std::size_t k = 0; k < g.c; ++k) p[k] += d[k] * w;
-            };
-            add(sy.i0, sx.i0, (1 - sy.t) * (1 - sx.t));
-            add(sy.i0, sx.i1, (1 - sy.t) * sx.t);
-            add(sy.i1, sx.i0, sy.t * (1 - sx.t));
-            add(sy.i1, sx.i1, sy.t * sx.t);
-          }
-        }
-    });
-  }
 };
 
 }  // namespace detail
@@ -198,7 +152,7 @@ template <std::size_t H, std::size_t W, Expression E> auto resize(E&& e, ResizeM
   constexpr std::size_t R = std::size_t(S::rank);
   const auto d = e.dims();
   if (d[R - 3] == 0 || d[R - 2] == 0) throw_shape_error("ctflow::image::resize", "cannot resize an empty image", d, dims_t<2>{H, W});
-  detail::resize_kernel<value_t<E>, S, H, W> k;
+  detail::resize_op<value_t<E>, S, H, W> k;
   k.g = detail::resize_geometry::of(d, H, W, method);
   k.out_dims = d;
   k.out_dims[R - 3] = H;

@@ -10,8 +10,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "../core/tensor.hpp"
-#include "../expr/elementwise.hpp"
+#include <ctflow/core/math.hpp>
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/expr/elementwise.hpp>
 
 namespace ctflow {
 
@@ -28,14 +29,18 @@ template <class E, fixed_string Op> constexpr bool require_floating() {
 }
 
 template <class L, class R, fixed_string Op> constexpr bool check_binary() {
-  constexpr bool same = std::is_same_v<value_t<L>, value_t<R>>;
-  CTFLOW_STATIC_CHECK(same, concat(Op, fixed_string(": dtypes differ: "), fixed_string_of<dtype_name<value_t<L>>>(),
-                                   fixed_string(" vs "), fixed_string_of<dtype_name<value_t<R>>>(),
-                                   fixed_string("; convert one with ctflow::cast")));
-  constexpr bool fits = broadcastable_v<shape_t<L>, shape_t<R>>;
-  CTFLOW_STATIC_CHECK(!same || fits, concat(Op, fixed_string(": shapes cannot be broadcast: "), shape_string_v<shape_t<L>>,
-                                            fixed_string(" x "), shape_string_v<shape_t<R>>));
-  return same && fits;
+  if constexpr (!same_device_v<device_t<L>, device_t<R>>) {
+    return check_devices<Op, device_t<L>, device_t<R>>();
+  } else {
+    constexpr bool same = std::is_same_v<value_t<L>, value_t<R>>;
+    CTFLOW_STATIC_CHECK(same, concat(Op, fixed_string(": dtypes differ: "), fixed_string_of<dtype_name<value_t<L>>>(),
+                                     fixed_string(" vs "), fixed_string_of<dtype_name<value_t<R>>>(),
+                                     fixed_string("; convert one with ctflow::cast")));
+    constexpr bool fits = broadcastable_v<shape_t<L>, shape_t<R>>;
+    CTFLOW_STATIC_CHECK(!same || fits, concat(Op, fixed_string(": shapes cannot be broadcast: "), shape_string_v<shape_t<L>>,
+                                              fixed_string(" x "), shape_string_v<shape_t<R>>));
+    return same && fits;
+  }
 }
 
 /// A C++ number becomes a Scalar of the other operand's dtype.
@@ -66,7 +71,8 @@ template <class L, class R> concept BinaryOperands =
 
 namespace ops {
 
-// Functors run on compute types (float for bfloat16/float16) and on xsimd batches alike.
+// Functors run on compute types (float for bfloat16/float16) and on a device's vectors alike,
+// through the math layer (core/math.hpp).
 
 #define CTFLOW_UNARY_FUNCTOR(NAME, RESULT, PACKET, ...)                          \
   struct NAME##_fn {                                                             \
@@ -76,42 +82,35 @@ namespace ops {
   }
 
 CTFLOW_UNARY_FUNCTOR(negative, keep_dtype, any_packet, return X(-x););
-CTFLOW_UNARY_FUNCTOR(abs, keep_dtype, any_packet, using std::abs; using xsimd::abs; return X(abs(x)););
+CTFLOW_UNARY_FUNCTOR(abs, keep_dtype, any_packet, return math::abs(x););
 CTFLOW_UNARY_FUNCTOR(square, keep_dtype, any_packet, return X(x * x););
-CTFLOW_UNARY_FUNCTOR(sign, keep_dtype, float_packet,
-                     if constexpr (backend::cpu::is_batch_v<X>) return xsimd::select(x > X(0), X(1), xsimd::select(x < X(0), X(-1), x));
-                     else return x > X(0) ? X(1) : x < X(0) ? X(-1) : x;);
-CTFLOW_UNARY_FUNCTOR(relu, keep_dtype, any_packet, using std::max; using xsimd::max; return max(x, X(0)););
-CTFLOW_UNARY_FUNCTOR(relu6, keep_dtype, any_packet, using std::max; using std::min; using xsimd::max; using xsimd::min;
-                     return min(max(x, X(0)), X(6)););
-CTFLOW_UNARY_FUNCTOR(exp, keep_dtype, float_packet, return backend::cpu::exp(x););
-CTFLOW_UNARY_FUNCTOR(log, keep_dtype, float_packet, return xsimd::log(x););
-CTFLOW_UNARY_FUNCTOR(log1p, keep_dtype, float_packet, return xsimd::log1p(x););
-CTFLOW_UNARY_FUNCTOR(expm1, keep_dtype, float_packet, return xsimd::expm1(x););
-CTFLOW_UNARY_FUNCTOR(sqrt, keep_dtype, float_packet, return xsimd::sqrt(x););
-CTFLOW_UNARY_FUNCTOR(rsqrt, keep_dtype, float_packet, return X(1) / xsimd::sqrt(x););
-CTFLOW_UNARY_FUNCTOR(sin, keep_dtype, float_packet, return xsimd::sin(x););
-CTFLOW_UNARY_FUNCTOR(cos, keep_dtype, float_packet, return xsimd::cos(x););
-CTFLOW_UNARY_FUNCTOR(tanh, keep_dtype, float_packet, return xsimd::tanh(x););
-CTFLOW_UNARY_FUNCTOR(sigmoid, keep_dtype, float_packet, return X(1) / (X(1) + backend::cpu::exp(-x)););
-CTFLOW_UNARY_FUNCTOR(softsign, keep_dtype, float_packet, using std::abs; using xsimd::abs; return x / (X(1) + abs(x)););
-CTFLOW_UNARY_FUNCTOR(swish, keep_dtype, float_packet, return x / (X(1) + backend::cpu::exp(-x)););
-CTFLOW_UNARY_FUNCTOR(softplus, keep_dtype, float_packet, using std::abs; using std::max; using xsimd::abs; using xsimd::max;
-                     return xsimd::log1p(backend::cpu::exp(-abs(x))) + max(x, X(0)););
-CTFLOW_UNARY_FUNCTOR(elu, keep_dtype, float_packet,
-                     if constexpr (backend::cpu::is_batch_v<X>) return xsimd::select(x > X(0), x, xsimd::expm1(x));
-                     else return x > X(0) ? x : xsimd::expm1(x););
+CTFLOW_UNARY_FUNCTOR(sign, keep_dtype, float_packet, return math::select(x > X(0), X(1), math::select(x < X(0), X(-1), x)););
+CTFLOW_UNARY_FUNCTOR(relu, keep_dtype, any_packet, return math::max(x, X(0)););
+CTFLOW_UNARY_FUNCTOR(relu6, keep_dtype, any_packet, return math::min(math::max(x, X(0)), X(6)););
+CTFLOW_UNARY_FUNCTOR(exp, keep_dtype, float_packet, return math::exp(x););
+CTFLOW_UNARY_FUNCTOR(log, keep_dtype, float_packet, return math::log(x););
+CTFLOW_UNARY_FUNCTOR(log1p, keep_dtype, float_packet, return math::log1p(x););
+CTFLOW_UNARY_FUNCTOR(expm1, keep_dtype, float_packet, return math::expm1(x););
+CTFLOW_UNARY_FUNCTOR(sqrt, keep_dtype, float_packet, return math::sqrt(x););
+CTFLOW_UNARY_FUNCTOR(rsqrt, keep_dtype, float_packet, return X(1) / math::sqrt(x););
+CTFLOW_UNARY_FUNCTOR(sin, keep_dtype, float_packet, return math::sin(x););
+CTFLOW_UNARY_FUNCTOR(cos, keep_dtype, float_packet, return math::cos(x););
+CTFLOW_UNARY_FUNCTOR(tanh, keep_dtype, float_packet, return math::tanh(x););
+CTFLOW_UNARY_FUNCTOR(sigmoid, keep_dtype, float_packet, return X(1) / (X(1) + math::exp(-x)););
+CTFLOW_UNARY_FUNCTOR(softsign, keep_dtype, float_packet, return x / (X(1) + math::abs(x)););
+CTFLOW_UNARY_FUNCTOR(swish, keep_dtype, float_packet, return x / (X(1) + math::exp(-x)););
+CTFLOW_UNARY_FUNCTOR(softplus, keep_dtype, float_packet, return math::log1p(math::exp(-math::abs(x))) + math::max(x, X(0)););
+CTFLOW_UNARY_FUNCTOR(elu, keep_dtype, float_packet, return math::select(x > X(0), x, math::expm1(x)););
 CTFLOW_UNARY_FUNCTOR(selu, keep_dtype, float_packet,
                      const X scale(1.0507009873554804934193349852946), alpha(1.6732632423543772848170429916717);
-                     if constexpr (backend::cpu::is_batch_v<X>) return scale * xsimd::select(x > X(0), x, alpha * xsimd::expm1(x));
-                     else return scale * (x > X(0) ? x : alpha * xsimd::expm1(x)););
+                     return scale * math::select(x > X(0), x, alpha * math::expm1(x)););
 CTFLOW_UNARY_FUNCTOR(gelu, keep_dtype, float_packet,
-                     return X(0.5) * x * (X(1) + xsimd::erf(x * X(0.70710678118654752440084436210485))););
-CTFLOW_UNARY_FUNCTOR(erf, keep_dtype, float_packet, return xsimd::erf(x););
-CTFLOW_UNARY_FUNCTOR(floor, keep_dtype, float_packet, return xsimd::floor(x););
-CTFLOW_UNARY_FUNCTOR(ceil, keep_dtype, float_packet, return xsimd::ceil(x););
+                     return X(0.5) * x * (X(1) + math::erf(x * X(0.70710678118654752440084436210485))););
+CTFLOW_UNARY_FUNCTOR(erf, keep_dtype, float_packet, return math::erf(x););
+CTFLOW_UNARY_FUNCTOR(floor, keep_dtype, float_packet, return math::floor(x););
+CTFLOW_UNARY_FUNCTOR(ceil, keep_dtype, float_packet, return math::ceil(x););
 // TensorFlow's round is half to even, which nearbyint gives in the default rounding mode.
-CTFLOW_UNARY_FUNCTOR(round, keep_dtype, float_packet, return xsimd::nearbyint(x););
+CTFLOW_UNARY_FUNCTOR(round, keep_dtype, float_packet, return math::nearbyint(x););
 CTFLOW_UNARY_FUNCTOR(logical_not, keep_dtype, float_packet, return !x;);
 // The identity; gradients stop at it (tf.stop_gradient).
 CTFLOW_UNARY_FUNCTOR(stop_gradient, keep_dtype, any_packet, return x;);
@@ -122,10 +121,7 @@ struct leaky_relu_fn {
   template <class T> using result = T;
   template <class T> static constexpr bool packet_ok = std::is_floating_point_v<T>;
   double alpha;
-  template <class X> X operator()(const X& x) const {
-    if constexpr (backend::cpu::is_batch_v<X>) return xsimd::select(x > X(0), x, x * X(alpha));
-    else return x > X(0) ? x : X(x * X(alpha));
-  }
+  template <class X> X operator()(const X& x) const { return math::select(x > X(0), x, X(x * X(alpha))); }
 };
 
 template <class To> struct cast_fn {
@@ -155,8 +151,8 @@ template <class To> struct cast_fn {
 CTFLOW_BINARY_FUNCTOR(add, keep_dtype, any_packet, return X(a + b););
 CTFLOW_BINARY_FUNCTOR(subtract, keep_dtype, any_packet, return X(a - b););
 CTFLOW_BINARY_FUNCTOR(multiply, keep_dtype, any_packet, return X(a * b););
-CTFLOW_BINARY_FUNCTOR(maximum, keep_dtype, any_packet, using std::max; using xsimd::max; return X(max(a, b)););
-CTFLOW_BINARY_FUNCTOR(minimum, keep_dtype, any_packet, using std::min; using xsimd::min; return X(min(a, b)););
+CTFLOW_BINARY_FUNCTOR(maximum, keep_dtype, any_packet, return math::max(a, b););
+CTFLOW_BINARY_FUNCTOR(minimum, keep_dtype, any_packet, return math::min(a, b););
 CTFLOW_BINARY_FUNCTOR(equal, to_bool, any_packet, return a == b;);
 CTFLOW_BINARY_FUNCTOR(not_equal, to_bool, any_packet, return a != b;);
 CTFLOW_BINARY_FUNCTOR(less, to_bool, any_packet, return a < b;);
@@ -178,7 +174,7 @@ CTFLOW_BINARY_FUNCTOR(pow, keep_dtype, float_packet,
                         X r(1), base = a;
                         for (auto e = b; e; e = X(e >> 1), base = X(base * base)) if (e & 1) r = X(r * base);
                         return r;
-                      } else return xsimd::pow(a, b););
+                      } else return math::pow(a, b););
 
 #undef CTFLOW_BINARY_FUNCTOR
 
@@ -282,10 +278,14 @@ template <Expression E> auto operator-(E&& e) { return negative(std::forward<E>(
 /// @brief tf.where(condition, x, y): x where condition holds, y elsewhere, all broadcast.
 template <Expression C, class A, class B> requires BinaryOperands<A, B>
 auto where(C&& c, A&& a, B&& b) {
-  CTFLOW_STATIC_CHECK((std::is_same_v<value_t<C>, bool>), detail::fixed_string("ctflow::where: the condition must be a bool tensor"));
   using X = detail::operand_t<A, B>;
   using Y = detail::operand_t<B, A>;
-  detail::check_binary<X, Y, detail::fixed_string("ctflow::where")>();
+  if constexpr (!same_devices_v<device_t<C>, device_t<X>, device_t<Y>>) {
+    check_devices<detail::fixed_string("ctflow::where"), device_t<C>, device_t<X>, device_t<Y>>();
+  } else {
+    CTFLOW_STATIC_CHECK((std::is_same_v<value_t<C>, bool>), detail::fixed_string("ctflow::where: the condition must be a bool tensor"));
+    detail::check_binary<X, Y, detail::fixed_string("ctflow::where")>();
+  }
   return expr::Select<C, X, Y>{std::forward<C>(c), detail::as_operand<B>(std::forward<A>(a)), detail::as_operand<A>(std::forward<B>(b))};
 }
 

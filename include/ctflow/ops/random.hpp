@@ -8,28 +8,28 @@
 #include <cmath>
 #include <cstdint>
 
-#include "../core/tensor.hpp"
+#include <ctflow/core/tensor.hpp>
 
 namespace ctflow {
 
 /// @brief tf.fill / zeros / ones for a static shape, or for given extents.
-template <DType T, ShapeType S> Tensor<T, S> fill(T value, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S> t(d);
+template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> fill(T value, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S, D> t(d);
   std::fill(t.begin(), t.end(), value);
   return t;
 }
-template <DType T, ShapeType S> Tensor<T, S> zeros(const dims_t<std::size_t(S::rank)>& d = S::extents) { return Tensor<T, S>(d); }
-template <DType T, ShapeType S> Tensor<T, S> ones(const dims_t<std::size_t(S::rank)>& d = S::extents) { return fill<T, S>(T(1), d); }
+template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> zeros(const dims_t<std::size_t(S::rank)>& d = S::extents) { return Tensor<T, S, D>(d); }
+template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> ones(const dims_t<std::size_t(S::rank)>& d = S::extents) { return fill<T, S, D>(T(1), d); }
 
 /// @brief tf.range(start, limit, delta): a 1-D tensor [start, start + delta, ...) before limit.
-template <DType T> Tensor<T, Shape<dyn>> range(T start, T limit, T delta = T(1)) {
+template <DType T, class D = cpu> Tensor<T, Shape<dyn>, D> range(T start, T limit, T delta = T(1)) {
   if (delta == T(0)) throw value_error("ctflow::range: delta must not be 0");
   const double n = std::ceil((double(limit) - double(start)) / double(delta));
-  Tensor<T, Shape<dyn>> t({n > 0 ? std::size_t(n) : 0});
+  Tensor<T, Shape<dyn>, D> t({n > 0 ? std::size_t(n) : 0});
   for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = T(start + T(i) * delta);
   return t;
 }
-template <DType T> Tensor<T, Shape<dyn>> range(T limit) { return range<T>(T(0), limit, T(1)); }
+template <DType T, class D = cpu> Tensor<T, Shape<dyn>, D> range(T limit) { return range<T, D>(T(0), limit, T(1)); }
 
 namespace random {
 
@@ -65,9 +65,9 @@ inline double standard_normal(std::uint64_t seed, std::uint64_t i) {
 }  // namespace random
 
 /// @brief tf.random.uniform: values in [minval, maxval), seeded.
-template <DType T, ShapeType S>
-Tensor<T, S> random_uniform(std::uint64_t seed, double minval = 0.0, double maxval = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S> t(d);
+template <DType T, ShapeType S, class D = cpu>
+Tensor<T, S, D> random_uniform(std::uint64_t seed, double minval = 0.0, double maxval = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S, D> t(d);
   for (std::size_t i = 0; i < t.size(); ++i) {
     double v = minval + (maxval - minval) * random::unit(seed, i);
     if constexpr (is_integer_v<T>) v = std::floor(v);
@@ -77,18 +77,18 @@ Tensor<T, S> random_uniform(std::uint64_t seed, double minval = 0.0, double maxv
 }
 
 /// @brief tf.random.normal: mean + stddev * N(0, 1), seeded.
-template <DType T, ShapeType S>
-Tensor<T, S> random_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S> t(d);
+template <DType T, ShapeType S, class D = cpu>
+Tensor<T, S, D> random_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S, D> t(d);
   for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = T(mean + stddev * random::standard_normal(seed, i));
   return t;
 }
 
 /// @brief tf.random.truncated_normal: normal values, redrawn where more than two standard
 /// deviations from the mean.
-template <DType T, ShapeType S>
-Tensor<T, S> truncated_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S> t(d);
+template <DType T, ShapeType S, class D = cpu>
+Tensor<T, S, D> truncated_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
+  Tensor<T, S, D> t(d);
   const std::uint64_t stride = std::uint64_t(1) << 40;  // redraws use counters far past the first draws
   for (std::size_t i = 0; i < t.size(); ++i) {
     double z = random::standard_normal(seed, i);

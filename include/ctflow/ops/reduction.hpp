@@ -8,9 +8,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "../backend/cpu/reduce.hpp"
-#include "../core/tensor.hpp"
-#include "../expr/computed.hpp"
+#include <ctflow/core/math.hpp>
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/expr/computed.hpp>
 
 namespace ctflow {
 
@@ -33,12 +33,12 @@ template <class V> struct prod_op {
 template <class V> struct max_op {
   static constexpr bool vectorizable = true;
   static V identity() { return std::numeric_limits<V>::has_infinity ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::lowest(); }
-  template <class X> X operator()(const X& a, const X& b) const { using std::max; using xsimd::max; return max(a, b); }
+  template <class X> X operator()(const X& a, const X& b) const { return math::max(a, b); }
 };
 template <class V> struct min_op {
   static constexpr bool vectorizable = true;
   static V identity() { return std::numeric_limits<V>::has_infinity ? std::numeric_limits<V>::infinity() : std::numeric_limits<V>::max(); }
-  template <class X> X operator()(const X& a, const X& b) const { using std::min; using xsimd::min; return min(a, b); }
+  template <class X> X operator()(const X& a, const X& b) const { return math::min(a, b); }
 };
 template <class V> struct any_op {
   static constexpr bool vectorizable = false;
@@ -50,28 +50,6 @@ template <class V> struct all_op {
   static V identity() { return true; }
   V operator()(V a, V b) const { return a && b; }
 };
-
-/// Reduces contiguous `in` of extents `dims` over the axes marked in `reduced` into out (the
-/// mean when asked); 16-bit floats accumulate in float.
-template <template <class> class Op, class T, std::size_t R>
-void reduce_into(T* out, const T* in, const dims_t<R>& dims, const bool* reduced, bool mean) {
-  using V = compute_t<T>;
-  std::size_t count = 1, n_out = 1, n_in = 1;
-  for (std::size_t i = 0; i < R; ++i) {
-    n_in *= dims[i];
-    if (reduced[i]) count *= dims[i];
-    else n_out *= dims[i];
-  }
-  if constexpr (std::is_same_v<V, T>) {
-    backend::cpu::reduce::run(Op<V>{}, in, dims.data(), reduced, int(R), out);
-    if (mean && count) for (std::size_t i = 0; i < n_out; ++i) out[i] = T(out[i] / V(count));
-  } else {
-    detail::buffer<V> wide(n_in, false), acc(n_out, false);
-    std::copy_n(in, n_in, wide.data());
-    backend::cpu::reduce::run(Op<V>{}, wide.data(), dims.data(), reduced, int(R), acc.data());
-    for (std::size_t i = 0; i < n_out; ++i) out[i] = T(mean && count ? acc.data()[i] / V(count) : acc.data()[i]);
-  }
-}
 
 /// Which axes of a rank-R input a reduction names (none named: all).
 template <int R, int... Axes> struct axis_set {
@@ -85,7 +63,7 @@ template <int R, int... Axes> struct axis_set {
   static constexpr int kept = [] { int k = 0; for (bool b : mask) k += !b; return k; }();
 };
 
-template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, int... Axes> struct reduce_kernel {
+template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, int... Axes> struct reduce_op {
   static constexpr int RI = SIn::rank;
   using axes = axis_set<RI, Axes...>;
   static constexpr int RO = Keep ? RI : axes::kept;
@@ -101,8 +79,8 @@ template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, i
   using shape_type = shape_of<out_extents>;
   dims_t<std::size_t(RO)> out_dims{};
 
-  static reduce_kernel make(const dims_t<std::size_t(RI)>& in) {
-    reduce_kernel k;
+  static reduce_op make(const dims_t<std::size_t(RI)>& in) {
+    reduce_op k;
     for (int i = 0, o = 0; i < RI; ++i) {
       if (!axes::mask[std::size_t(i)]) k.out_dims[std::size_t(o++)] = in[std::size_t(i)];
       else if (Keep) k.out_dims[std::size_t(o++)] = 1;
@@ -110,14 +88,11 @@ template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, i
     return k;
   }
 
-  void run(T* out, const expr::strided_view<T, std::size_t(RI)>& in) const {
-    reduce_into<Op>(out, in.data, in.dims, axes::mask.data(), Mean);
-  }
 };
 
 template <template <class> class Op, bool Keep, bool Mean, int... Axes, class E> auto make_reduce(E&& e) {
   using S = shape_t<E>;
-  using K = reduce_kernel<Op, value_t<E>, S, Keep, Mean, Axes...>;
+  using K = reduce_op<Op, value_t<E>, S, Keep, Mean, Axes...>;
   CTFLOW_STATIC_CHECK(K::axes::in_range,
                       detail::concat(detail::fixed_string("ctflow::reduce: axis out of range for rank "),
                                      detail::number_string<std::size_t(S::rank)>(), detail::fixed_string(": "), shape_string_v<S>));
@@ -156,19 +131,13 @@ CTFLOW_REDUCTION(reduce_all, all_op, false, CTFLOW_BOOLEAN)
 namespace ops {
 
 /// Walks each line along `axis` of a contiguous [outer, n, inner] layout.
-template <class T, class SIn, int Axis, class SOut, class OutT, class F> struct along_axis_kernel {
+template <class T, class SIn, int Axis, class SOut, class OutT, class F> struct along_axis_op {
   using value_type = OutT;
   using shape_type = SOut;
   dims_t<std::size_t(SOut::rank)> out_dims{};
   std::size_t outer = 1, n = 1, inner = 1;
   F f;
-  void run(OutT* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const {
-    for (std::size_t o = 0; o < outer; ++o)
-      for (std::size_t i = 0; i < inner; ++i) f(in.data + o * n * inner + i, out, o, i, n, inner);
-  }
 };
-
-template <int Axis, int R> consteval int checked_axis() { return normalize_axis(Axis, R); }
 
 template <bool Max> struct arg_fn {
   template <class T> void operator()(const T* p, std::int64_t* out, std::size_t o, std::size_t i, std::size_t n, std::size_t inner) const {
@@ -195,7 +164,7 @@ template <bool Max, int Axis, class E> auto make_arg(E&& e) {
     for (int i = 0, o = 0; i < S::rank; ++i) if (i != ax) d[std::size_t(o++)] = S::extents[std::size_t(i)];
     return d;
   }();
-  using K = along_axis_kernel<value_t<E>, S, ax, shape_of<out_ext>, std::int64_t, arg_fn<Max>>;
+  using K = along_axis_op<value_t<E>, S, ax, shape_of<out_ext>, std::int64_t, arg_fn<Max>>;
   K k;
   const auto d = e.dims();
   if (d[std::size_t(ax)] == 0) throw value_error(std::string(Max ? "ctflow::argmax" : "ctflow::argmin") + ": reduction over an empty axis: " + format_dims(d));
@@ -236,7 +205,7 @@ template <int Axis = 0, Expression E> auto cumsum(E&& e, bool exclusive = false,
   constexpr int a = normalize_axis(Axis, S::rank);
   CTFLOW_STATIC_CHECK(a >= 0, detail::concat(detail::fixed_string("ctflow::cumsum: axis out of range: "), shape_string_v<S>));
   constexpr int ax = a < 0 ? 0 : a;
-  using K = ops::along_axis_kernel<value_t<E>, S, ax, S, value_t<E>, ops::cumsum_fn>;
+  using K = ops::along_axis_op<value_t<E>, S, ax, S, value_t<E>, ops::cumsum_fn>;
   K k;
   k.f = {exclusive, reverse};
   const auto d = e.dims();
@@ -248,5 +217,38 @@ template <int Axis = 0, Expression E> auto cumsum(E&& e, bool exclusive = false,
   k.n = S::rank ? d[std::size_t(ax)] : 1;
   return expr::make_computed(k, std::forward<E>(e));
 }
+
+namespace ops {
+
+/// Sums g (extents of a broadcast result, rank RG) down to the operand's extents (rank RO):
+/// leading axes it lacks and axes where it has extent 1.
+template <class T, class SG, class SO> struct sum_to_op {
+  using value_type = T;
+  using shape_type = SO;
+  static constexpr std::size_t RG = std::size_t(SG::rank), RO = std::size_t(SO::rank);
+  dims_t<RO> out_dims{};
+};
+/// reduce_prod's adjoint: g times the product of the other elements of each reduced group.
+template <class T, class SIn, std::size_t RO> struct prod_adjoint_op {
+  using value_type = T;
+  using shape_type = SIn;
+  static constexpr std::size_t R = std::size_t(SIn::rank);
+  dims_t<R> out_dims{};
+  std::array<bool, R> reduced{};
+  template <class F> void walk(F&& f) const {  // f(input index, output index)
+    const std::size_t n = product(out_dims);
+    std::array<std::size_t, R> idx{};
+    for (std::size_t e = 0; e < n; ++e) {
+      std::size_t o = 0;
+      for (std::size_t k = 0; k < R; ++k) if (!reduced[k]) o = o * out_dims[k] + idx[k];
+      f(e, o);
+      for (std::size_t k = R; k-- > 0;) {
+        if (++idx[k] < out_dims[k]) break;
+        idx[k] = 0;
+      }
+    }
+  }
+};
+}  // namespace ops
 
 }  // namespace ctflow

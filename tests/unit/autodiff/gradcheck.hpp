@@ -1,6 +1,6 @@
 // Gradient checking against central finite differences in double precision: both forms of the
 // gradient (value_and_grad's tensors and grad's expressions) must match the numeric derivative
-// of the loss with respect to every element of every variable.
+// of the loss with respect to every element of every variable, on the variables' device.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -13,13 +13,13 @@
 namespace gradcheck {
 
 template <class E> double value(const E& loss) {
-  const ctflow::Tensor<double, ctflow::Shape<>> t = loss;
+  const ctflow::Tensor<double, ctflow::Shape<>, ctflow::placed_device_t<ctflow::device_t<E>>> t = loss;
   return t.data()[0];
 }
 
 /// Numeric d(loss)/d(v) by central differences, element by element (the loss reads v by reference).
 template <class L, class V> auto numeric(const L& loss, V& v, double h) {
-  ctflow::Tensor<double, ctflow::shape_t<V>> g(v.dims());
+  ctflow::Tensor<double, ctflow::shape_t<V>, ctflow::device_t<V>> g(v.dims());
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double keep = v.data()[i];
     v.data()[i] = keep + h;
@@ -50,7 +50,7 @@ template <class L, class... V> void check(const L& loss, V&... vs) {
     auto one = [&](auto& v, const auto& fast, const auto& expr) {
       const auto num = numeric(loss, v, h);
       require_close(fast, num, tol, "value_and_grad");
-      const ctflow::Tensor<double, ctflow::shape_t<decltype(v)>> lazy = expr;
+      const ctflow::Tensor<double, ctflow::shape_t<decltype(v)>, ctflow::device_t<decltype(v)>> lazy = expr;
       require_close(lazy, num, tol, "grad");
     };
     (one(vs, std::get<I + 1>(both), std::get<I>(symbolic)), ...);

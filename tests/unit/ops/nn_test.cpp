@@ -213,7 +213,7 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
   // reads each window straight from x for it).
   auto node = nn::max_pool2d<K, K, S, S, nn::SAME>(x);
   Tensor<T, shape_t<decltype(mp)>> saving;
-  Tensor<typename decltype(node)::kernel_type::saved_type, shape_t<decltype(mp)>> positions;
+  Tensor<typename decltype(node)::op_type::saved_type, shape_t<decltype(mp)>> positions;
   { backend::cpu::evaluator<decltype(node)> forward(node, saving.data(), positions.data()); }
   std::vector<float> dmax(x.size(), 0.0f), davg(x.size(), 0.0f);
   std::size_t bad = 0;

@@ -10,71 +10,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../rule.hpp"
-#include "elementwise.hpp"
+#include <ctflow/autodiff/rule.hpp>
+#include <ctflow/autodiff/rules/elementwise.hpp>
 
 namespace ctflow::autodiff {
-
-namespace detail {
-
-/// The transpose of an affine view: out (the operand's extents) = 0, then out[map(i)] += g[i].
-template <class T, class SE, class S, class M> struct view_adjoint_kernel {
-  using value_type = T;
-  using shape_type = SE;
-  static constexpr std::size_t RI = std::size_t(SE::rank), RO = std::size_t(S::rank);
-  dims_t<RI> out_dims{};
-  M m;
-  void run(T* out, const expr::strided_view<T, RO>& g) const {
-    std::fill_n(out, product(out_dims), T(0));
-    expr::strided_view<T, RO> at;
-    m.map(expr::strided_view<T, RI>{out, out_dims, row_major_strides(out_dims)}, at);
-    T* base = const_cast<T*>(at.data);
-    const std::size_t n = product(g.dims);
-    std::array<std::size_t, RO> idx{};
-    for (std::size_t e = 0; e < n; ++e) {
-      std::ptrdiff_t off = 0;
-      for (std::size_t k = 0; k < RO; ++k) off += std::ptrdiff_t(idx[k]) * at.strides[k];
-      base[off] = T(compute_t<T>(base[off]) + compute_t<T>(g.data[e]));
-      for (std::size_t k = RO; k-- > 0;) {
-        if (++idx[k] < g.dims[k]) break;
-        idx[k] = 0;
-      }
-    }
-  }
-};
-
-/// Pad's and tile's adjoint: each input element sums the output elements that read it.
-template <class K, class SIn> struct index_map_adjoint_kernel {
-  using value_type = typename K::value_type;
-  using shape_type = SIn;
-  dims_t<K::R> out_dims{};
-  K forward;
-  void run(value_type* out, const expr::strided_view<value_type, K::R>& g) const {
-    std::fill_n(out, product(out_dims), value_type(0));
-    forward.walk(out_dims, [&](std::size_t e, std::ptrdiff_t off) {
-      out[off] = value_type(compute_t<value_type>(out[off]) + compute_t<value_type>(g.data[e]));
-    });
-  }
-};
-
-/// gather's adjoint: zeros of the params' extents, each gathered slice added back at its index.
-template <class T, class SP, class SG, class SI, int Axis, class I> struct gather_adjoint_kernel {
-  using value_type = T;
-  using shape_type = SP;
-  dims_t<std::size_t(SP::rank)> out_dims{};
-  void run(T* out, const expr::strided_view<T, std::size_t(SG::rank)>& g, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    const ops::gather_layout<Axis> at(out_dims, idx);
-    std::fill_n(out, product(out_dims), T(0));
-    for (std::size_t o = 0; o < at.outer; ++o)
-      for (std::size_t j = 0; j < at.nidx; ++j) {
-        T* dst = out + (o * at.n + std::size_t(idx.data[j])) * at.inner;
-        const T* src = g.data + (o * at.nidx + j) * at.inner;
-        for (std::size_t i = 0; i < at.inner; ++i) dst[i] = T(compute_t<T>(dst[i]) + compute_t<T>(src[i]));
-      }
-  }
-};
-
-}  // namespace detail
 
 template <class E, class S, class M> struct rule<expr::Strided<E, S, M>> {
   static constexpr bool known = true;
@@ -89,7 +28,7 @@ template <class E, class S, class M> struct rule<expr::Strided<E, S, M>> {
     } else if constexpr (std::is_same_v<M, detail::gate_map<RE>>) {
       return detail::gate_view(g, n.m.on, n.e.dims());
     } else {
-      detail::view_adjoint_kernel<value_t<E>, SE, S, M> k;
+      ops::view_adjoint_op<value_t<E>, SE, S, M> k;
       k.out_dims = n.e.dims();
       k.m = n.m;
       return expr::make_computed(k, G(g));
@@ -98,7 +37,7 @@ template <class E, class S, class M> struct rule<expr::Strided<E, S, M>> {
 };
 
 /// The adjoint of the view's transpose is the view.
-template <class T, class SE, class S, class M, class G0> struct rule<expr::Computed<detail::view_adjoint_kernel<T, SE, S, M>, G0>> {
+template <class T, class SE, class S, class M, class G0> struct rule<expr::Computed<ops::view_adjoint_op<T, SE, S, M>, G0>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = true;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
@@ -106,7 +45,7 @@ template <class T, class SE, class S, class M, class G0> struct rule<expr::Compu
   }
 };
 
-template <class T, class S, int Axis, std::size_t NOps, class... Ops> struct rule<expr::Computed<ops::concat_kernel<T, S, Axis, NOps>, Ops...>> {
+template <class T, class S, int Axis, std::size_t NOps, class... Ops> struct rule<expr::Computed<ops::concat_op<T, S, Axis, NOps>, Ops...>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = is_floating_v<T>;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
@@ -120,11 +59,11 @@ template <class T, class S, int Axis, std::size_t NOps, class... Ops> struct rul
 };
 
 template <class T, class SP, class SI, class S, int Axis, class IT, class P, class Idx>
-struct rule<expr::Computed<ops::gather_kernel<T, SP, SI, S, Axis, IT>, P, Idx>> {
+struct rule<expr::Computed<ops::gather_op<T, SP, SI, S, Axis, IT>, P, Idx>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = I == 0 && is_floating_v<T>;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
-    detail::gather_adjoint_kernel<T, SP, S, SI, Axis, IT> k;
+    ops::gather_adjoint_op<T, SP, S, SI, Axis, IT> k;
     k.out_dims = operand<0>(n).dims();
     return expr::make_computed(k, G(g), operand<1>(n));
   }
@@ -132,21 +71,21 @@ struct rule<expr::Computed<ops::gather_kernel<T, SP, SI, S, Axis, IT>, P, Idx>> 
 
 /// The adjoint of gather's scatter-add is the gather.
 template <class T, class SP, class SG, class SI, int Axis, class IT, class G0, class Idx>
-struct rule<expr::Computed<detail::gather_adjoint_kernel<T, SP, SG, SI, Axis, IT>, G0, Idx>> {
+struct rule<expr::Computed<ops::gather_adjoint_op<T, SP, SG, SI, Axis, IT>, G0, Idx>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = I == 0;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
-    ops::gather_kernel<T, SP, SI, SG, Axis, IT> k;
+    ops::gather_op<T, SP, SI, SG, Axis, IT> k;
     k.out_dims = operand<0>(n).dims();
     return expr::make_computed(k, G(g), operand<1>(n));
   }
 };
 
-template <class T, class SIn, class S, bool Tile, class E> struct rule<expr::Computed<ops::index_map_kernel<T, SIn, S, Tile>, E>> {
+template <class T, class SIn, class S, bool Tile, class E> struct rule<expr::Computed<ops::index_map_op<T, SIn, S, Tile>, E>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = is_floating_v<T>;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
-    detail::index_map_adjoint_kernel<ops::index_map_kernel<T, SIn, S, Tile>, shape_t<E>> k;
+    ops::index_map_adjoint_op<ops::index_map_op<T, SIn, S, Tile>, shape_t<E>> k;
     k.out_dims = operand<0>(n).dims();
     k.forward = n.k;
     return expr::make_computed(k, G(g));
@@ -154,7 +93,7 @@ template <class T, class SIn, class S, bool Tile, class E> struct rule<expr::Com
 };
 
 /// The adjoint of pad's or tile's adjoint is pad (with zeros) or tile again.
-template <class K, class SIn, class G0> struct rule<expr::Computed<detail::index_map_adjoint_kernel<K, SIn>, G0>> {
+template <class K, class SIn, class G0> struct rule<expr::Computed<ops::index_map_adjoint_op<K, SIn>, G0>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = true;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {

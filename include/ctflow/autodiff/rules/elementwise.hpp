@@ -7,7 +7,7 @@
 
 #include <type_traits>
 
-#include "../rule.hpp"
+#include <ctflow/autodiff/rule.hpp>
 
 namespace ctflow::autodiff {
 
@@ -71,10 +71,7 @@ struct gate_fn {
   static constexpr const char* name = "ctflow::grad";
   template <class T> using result = T;
   template <class T> static constexpr bool packet_ok = std::is_floating_point_v<T>;
-  template <class X> X operator()(const X& a, const X& flag) const {
-    if constexpr (backend::cpu::is_batch_v<X>) return xsimd::select(flag != X(0), a, X(0));
-    else return flag != X(0) ? a : X(0);
-  }
+  template <class X> X operator()(const X& a, const X& flag) const { return math::select(flag != X(0), a, X(0)); }
 };
 
 template <class G> auto gate(const G& g, bool on) {

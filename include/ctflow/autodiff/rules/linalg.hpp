@@ -2,13 +2,13 @@
 // matmul's gradient rule: two more matmuls on the same GEMM, with the transposes folded into
 // the operand strides (no copy). Batch extents that were broadcast are summed back.
 
-#include "../../ops/linalg.hpp"
-#include "../rule.hpp"
+#include <ctflow/ops/linalg.hpp>
+#include <ctflow/autodiff/rule.hpp>
 
 namespace ctflow::autodiff {
 
 template <class T, class SA, class SB, bool TA, bool TB, class A, class B>
-struct rule<expr::Computed<ops::matmul_kernel<T, SA, SB, TA, TB>, A, B>> {
+struct rule<expr::Computed<ops::matmul_op<T, SA, SB, TA, TB>, A, B>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = is_floating_v<T>;
 

@@ -6,56 +6,13 @@
 
 #include <algorithm>
 
-#include "../rule.hpp"
+#include <ctflow/autodiff/rule.hpp>
 
 namespace ctflow::autodiff {
 
-namespace detail {
-
-/// reduce_prod's adjoint: g times the product of the other elements of each reduced group.
-template <class T, class SIn, std::size_t RO> struct prod_adjoint_kernel {
-  using value_type = T;
-  using shape_type = SIn;
-  static constexpr std::size_t R = std::size_t(SIn::rank);
-  dims_t<R> out_dims{};
-  std::array<bool, R> reduced{};
-  template <class F> void walk(F&& f) const {  // f(input index, output index)
-    const std::size_t n = product(out_dims);
-    std::array<std::size_t, R> idx{};
-    for (std::size_t e = 0; e < n; ++e) {
-      std::size_t o = 0;
-      for (std::size_t k = 0; k < R; ++k) if (!reduced[k]) o = o * out_dims[k] + idx[k];
-      f(e, o);
-      for (std::size_t k = R; k-- > 0;) {
-        if (++idx[k] < out_dims[k]) break;
-        idx[k] = 0;
-      }
-    }
-  }
-  void run(T* out, const expr::strided_view<T, R>& x, const expr::strided_view<T, RO>& g) const {
-    using V = compute_t<T>;
-    std::size_t n_out = 1;
-    for (std::size_t k = 0; k < R; ++k) if (!reduced[k]) n_out *= out_dims[k];
-    ctflow::detail::buffer<V> nonzero(n_out, false);
-    ctflow::detail::buffer<std::size_t> zeros(n_out);
-    std::fill_n(nonzero.data(), n_out, V(1));
-    walk([&](std::size_t e, std::size_t o) {
-      const V v = V(x.data[e]);
-      if (v == V(0)) ++zeros.data()[o];
-      else nonzero.data()[o] *= v;
-    });
-    walk([&](std::size_t e, std::size_t o) {
-      const V v = V(x.data[e]), z = V(zeros.data()[o]), gv = V(g.data[o]);
-      out[e] = T(z == V(0) ? gv * (nonzero.data()[o] / v) : z == V(1) && v == V(0) ? gv * nonzero.data()[o] : V(0));
-    });
-  }
-};
-
-}  // namespace detail
-
 template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, int... Axes, class E>
-struct rule<expr::Computed<ops::reduce_kernel<Op, T, SIn, Keep, Mean, Axes...>, E>> {
-  using K = ops::reduce_kernel<Op, T, SIn, Keep, Mean, Axes...>;
+struct rule<expr::Computed<ops::reduce_op<Op, T, SIn, Keep, Mean, Axes...>, E>> {
+  using K = ops::reduce_op<Op, T, SIn, Keep, Mean, Axes...>;
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = is_floating_v<T>;
 
@@ -87,7 +44,7 @@ struct rule<expr::Computed<ops::reduce_kernel<Op, T, SIn, Keep, Mean, Axes...>, 
         return spread(x, g);
       }
     } else if constexpr (std::is_same_v<Op<compute_t<T>>, ops::prod_op<compute_t<T>>>) {
-      detail::prod_adjoint_kernel<T, SIn, std::size_t(shape_t<G>::rank)> k;
+      ops::prod_adjoint_op<T, SIn, std::size_t(shape_t<G>::rank)> k;
       k.out_dims = x.dims();
       for (std::size_t i = 0; i < k.reduced.size(); ++i) k.reduced[i] = K::axes::mask[i];
       return expr::make_computed(k, x, G(g));
@@ -101,7 +58,7 @@ struct rule<expr::Computed<ops::reduce_kernel<Op, T, SIn, Keep, Mean, Axes...>, 
 };
 
 /// The adjoint of a broadcast adjoint: the sum back (sum_to's rule).
-template <class T, class SG, class SO, class G0> struct rule<expr::Computed<detail::sum_to_kernel<T, SG, SO>, G0>> {
+template <class T, class SG, class SO, class G0> struct rule<expr::Computed<ops::sum_to_op<T, SG, SO>, G0>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = true;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {
@@ -110,7 +67,7 @@ template <class T, class SG, class SO, class G0> struct rule<expr::Computed<deta
 };
 
 template <class T, class SIn, int Axis, class SOut, class OutT, class F, class E>
-struct rule<expr::Computed<ops::along_axis_kernel<T, SIn, Axis, SOut, OutT, F>, E>> {
+struct rule<expr::Computed<ops::along_axis_op<T, SIn, Axis, SOut, OutT, F>, E>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = std::is_same_v<F, ops::cumsum_fn> && is_floating_v<T>;
   template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) {

@@ -18,31 +18,28 @@
 #include <cstring>
 #include <vector>
 
-#include "../../detail/buffer.hpp"
-#include "gemm.hpp"
-#include "reduce.hpp"
-#include "simd.hpp"
-#include "thread_pool.hpp"
+#include <ctflow/detail/buffer.hpp>
+#include <ctflow/ops/nn/conv.hpp>
+#include <ctflow/backend/cpu/gemm.hpp>
+#include <ctflow/backend/cpu/reduce.hpp>
+#include <ctflow/backend/cpu/simd.hpp>
+#include <ctflow/backend/cpu/thread_pool.hpp>
 
 namespace ctflow::backend::cpu::conv {
 
-/// Everything about one convolution's index arithmetic, at run time: input [n, h, w, c], filter
-/// taps kh x kw, o outputs, strides, dilations, output extents and leading padding.
-struct geometry {
-  std::size_t n, h, w, c, kh, kw, o, sh, sw, dh, dw, oh, ow, pt, pl;
-  std::size_t rows() const { return n * oh * ow; }  // patch matrix rows: one per output pixel
-  std::size_t depth() const { return kh * kw * c; }  // its columns: one per filter tap and channel
-  /// Whether the window of output pixel (n, oy, ox) lies inside the image with unit width
-  /// dilation: each of its kh rows is then kw * c contiguous elements, the first at `at`, the
-  /// next ones dh image rows apart.
-  bool contiguous_window(std::size_t n_, std::size_t oy, std::size_t ox, std::size_t& at) const {
-    const std::ptrdiff_t y0 = std::ptrdiff_t(oy * sh) - std::ptrdiff_t(pt), x0 = std::ptrdiff_t(ox * sw) - std::ptrdiff_t(pl);
-    if (dw != 1 || y0 < 0 || x0 < 0 || y0 + std::ptrdiff_t((kh - 1) * dh) >= std::ptrdiff_t(h) || x0 + std::ptrdiff_t(kw) > std::ptrdiff_t(w))
-      return false;
-    at = ((n_ * h + std::size_t(y0)) * w + std::size_t(x0)) * c;
-    return true;
-  }
-};
+/// A convolution's index arithmetic (ops/nn/conv.hpp).
+using geometry = nn::detail::conv_geometry;
+
+/// Whether the window of output pixel (n, oy, ox) lies inside the image with unit width
+/// dilation: each of its kh rows is then kw * c contiguous elements, the first at `at`, the next
+/// ones dh image rows apart.
+inline bool contiguous_window(const geometry& g, std::size_t n, std::size_t oy, std::size_t ox, std::size_t& at) {
+  const std::ptrdiff_t y0 = std::ptrdiff_t(oy * g.sh) - std::ptrdiff_t(g.pt), x0 = std::ptrdiff_t(ox * g.sw) - std::ptrdiff_t(g.pl);
+  if (g.dw != 1 || y0 < 0 || x0 < 0 || y0 + std::ptrdiff_t((g.kh - 1) * g.dh) >= std::ptrdiff_t(g.h) || x0 + std::ptrdiff_t(g.kw) > std::ptrdiff_t(g.w))
+    return false;
+  at = ((n * g.h + std::size_t(y0)) * g.w + std::size_t(x0)) * g.c;
+  return true;
+}
 
 /// Rows [r0, r1) of the patch matrix of x: row (n, oy, ox) holds the taps (ky, kx, c) of its
 /// window, zeros where the window leaves the image.
@@ -51,7 +48,7 @@ template <class T> void im2col(const geometry& g, const T* x, std::size_t r0, st
   for (std::size_t r = r0; r < r1; ++r) {
     const std::size_t n = r / (g.oh * g.ow), oy = r / g.ow % g.oh, ox = r % g.ow;
     T* row = out + (r - r0) * depth;
-    if (std::size_t at; g.contiguous_window(n, oy, ox, at)) {
+    if (std::size_t at; contiguous_window(g, n, oy, ox, at)) {
       const std::size_t run = g.kw * g.c;
       for (std::size_t ky = 0; ky < g.kh; ++ky) {
         const T* src = x + at + ky * g.dh * g.w * g.c;
@@ -98,7 +95,7 @@ template <class T> void col2im(const geometry& g, const T* cols, T* dx) {
   const std::size_t depth = g.depth(), per_image = g.oh * g.ow;
   parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t p = b * per_image; p < e * per_image; ++p) {
-      if (std::size_t at; g.contiguous_window(p / per_image, p / g.ow % g.oh, p % g.ow, at)) {
+      if (std::size_t at; contiguous_window(g, p / per_image, p / g.ow % g.oh, p % g.ow, at)) {
         const std::size_t run = g.kw * g.c;
         for (std::size_t ky = 0; ky < g.kh; ++ky) {
           T* dst = dx + at + ky * g.dh * g.w * g.c;

@@ -1,8 +1,9 @@
 #pragma once
-// CPU evaluators, one per node type (the Eigen split: node / evaluator / executor). An evaluator
-// computes the boundaries below it once (materialised results it owns) and hands out cursors,
-// small copyable readers the fused loop runs on. Addressable evaluators (leaves, views, computed
-// results) also expose their memory as a strided_view.
+// CPU evaluators, one per node type: evaluator<Node, cpu> (the Eigen split: node / evaluator /
+// executor). An evaluator computes the boundaries below it once (materialised results it owns)
+// and hands out cursors, small copyable readers the fused loop runs on. Addressable evaluators
+// (leaves, views, computed results) also expose their memory as a strided_view. A boundary's
+// result comes from its CPU kernel, kernel<Op> (kernels/<family>.hpp).
 
 #include <array>
 #include <cstddef>
@@ -10,19 +11,26 @@
 #include <type_traits>
 #include <utility>
 
-#include "../../core/concepts.hpp"
-#include "../../detail/buffer.hpp"
-#include "../../expr/computed.hpp"
-#include "../../expr/elementwise.hpp"
-#include "../../expr/strided.hpp"
-#include "executor.hpp"
-#include "observe.hpp"
+#include <ctflow/core/concepts.hpp>
+#include <ctflow/core/device.hpp>
+#include <ctflow/detail/buffer.hpp>
+#include <ctflow/detail/observe.hpp>
+#include <ctflow/expr/computed.hpp>
+#include <ctflow/expr/elementwise.hpp>
+#include <ctflow/expr/strided.hpp>
+#include <ctflow/backend/cpu/executor.hpp>
 
 namespace ctflow::backend::cpu {
 
 using expr::strided_view;
 
-template <class E> struct evaluator;
+/// How the CPU computes op Op (an op descriptor of ops/): a specialisation per descriptor, in
+/// kernels/<family>.hpp, that derives from Op, is built from it (`kernel<Op>{op}`) and has
+/// `run(out, operands...)` (and, for an op that saves a by-product for its gradient,
+/// `run(out, saved, operands...)`). Operands come contiguous unless it sets `strided_operands`.
+template <class Op> struct kernel;
+
+template <class E> using evaluator = ctflow::evaluator<std::remove_cvref_t<E>, ctflow::cpu>;
 
 // ---- cursors --------------------------------------------------------------------------------
 
@@ -225,104 +233,113 @@ template <class E, bool Contiguous> struct source {
   }
 };
 
+}  // namespace ctflow::backend::cpu
+
+namespace ctflow {
+
 // ---- evaluators -----------------------------------------------------------------------------
 
-template <class E> requires is_leaf_v<E> struct evaluator<E> {
+template <class E> requires is_leaf_v<E> struct evaluator<E, cpu> {
   using T = value_t<E>;
-  strided_view<T, std::size_t(rank_v<E>)> v;
+  expr::strided_view<T, std::size_t(rank_v<E>)> v;
   explicit evaluator(const E& e) : v{e.data(), e.dims(), e.strides()} {}
   auto view() const { return v; }
-  auto cursor() const { return strided_cursor<T>(v); }
+  auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
 };
 
-template <class T> struct evaluator<expr::Scalar<T>> {
+template <class T> struct evaluator<expr::Scalar<T>, cpu> {
   compute_t<T> value;
   explicit evaluator(const expr::Scalar<T>& s) : value(s.value) {}
-  auto cursor() const { return scalar_cursor<compute_t<T>>{value}; }
+  auto cursor() const { return backend::cpu::scalar_cursor<compute_t<T>>{value}; }
 };
 
-template <class F, class E> struct evaluator<expr::Unary<F, E>> {
+template <class F, class E> struct evaluator<expr::Unary<F, E>, cpu> {
   const F& f;
-  evaluator<std::remove_cvref_t<E>> e;
+  backend::cpu::evaluator<E> e;
   explicit evaluator(const expr::Unary<F, E>& n) : f(n.f), e(n.e) {}
-  auto cursor() const { return unary_cursor<F, decltype(e.cursor())>{f, e.cursor()}; }
+  auto cursor() const { return backend::cpu::unary_cursor<F, decltype(e.cursor())>{f, e.cursor()}; }
 };
 
-template <class F, class L, class R> struct evaluator<expr::Binary<F, L, R>> {
+template <class F, class L, class R> struct evaluator<expr::Binary<F, L, R>, cpu> {
   const F& f;
-  evaluator<std::remove_cvref_t<L>> l;
-  evaluator<std::remove_cvref_t<R>> r;
+  backend::cpu::evaluator<L> l;
+  backend::cpu::evaluator<R> r;
   explicit evaluator(const expr::Binary<F, L, R>& n) : f(n.f), l(n.l), r(n.r) { (void)n.dims(); }
-  auto cursor() const { return binary_cursor<F, decltype(l.cursor()), decltype(r.cursor())>{f, l.cursor(), r.cursor()}; }
+  auto cursor() const { return backend::cpu::binary_cursor<F, decltype(l.cursor()), decltype(r.cursor())>{f, l.cursor(), r.cursor()}; }
 };
 
-template <class C, class A, class B> struct evaluator<expr::Select<C, A, B>> {
-  evaluator<std::remove_cvref_t<C>> c;
-  evaluator<std::remove_cvref_t<A>> a;
-  evaluator<std::remove_cvref_t<B>> b;
+template <class C, class A, class B> struct evaluator<expr::Select<C, A, B>, cpu> {
+  backend::cpu::evaluator<C> c;
+  backend::cpu::evaluator<A> a;
+  backend::cpu::evaluator<B> b;
   explicit evaluator(const expr::Select<C, A, B>& n) : c(n.c), a(n.a), b(n.b) { (void)n.dims(); }
   auto cursor() const {
-    return select_cursor<decltype(c.cursor()), decltype(a.cursor()), decltype(b.cursor())>{c.cursor(), a.cursor(), b.cursor()};
+    return backend::cpu::select_cursor<decltype(c.cursor()), decltype(a.cursor()), decltype(b.cursor())>{c.cursor(), a.cursor(), b.cursor()};
   }
 };
 
-template <class E, class S, class M> struct evaluator<expr::Strided<E, S, M>> {
+template <class E, class S, class M> struct evaluator<expr::Strided<E, S, M>, cpu> {
   using T = value_t<E>;
-  source<E, false> src;
-  detail::buffer<T> tmp;
-  strided_view<T, std::size_t(S::rank)> v;
+  backend::cpu::source<E, false> src;
+  cpu::buffer<T> tmp;
+  expr::strided_view<T, std::size_t(S::rank)> v;
   explicit evaluator(const expr::Strided<E, S, M>& n) : src(n.e) {
     if (n.m.map(src.v, v)) return;
     // The mapping needs contiguous memory (a reshape of a transposed operand): copy once.
     const auto d = src.v.dims;
-    tmp = detail::buffer<T>(product(d), false);
-    execute(tmp.data(), d, strided_cursor<T>(src.v));
-    n.m.map(strided_view<T, source<E, false>::R>{tmp.data(), d, row_major_strides(d)}, v);
+    tmp = cpu::buffer<T>(product(d), false);
+    backend::cpu::execute(tmp.data(), d, backend::cpu::strided_cursor<T>(src.v));
+    n.m.map(expr::strided_view<T, backend::cpu::source<E, false>::R>{tmp.data(), d, row_major_strides(d)}, v);
   }
   auto view() const { return v; }
-  auto cursor() const { return strided_cursor<T>(v); }
+  auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
 };
 
-template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>> {
+template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu> {
   using T = typename K::value_type;
   static constexpr std::size_t R = std::size_t(K::shape_type::rank);
-  static constexpr bool strided_ok = requires { requires K::strided_operands; };
-  detail::buffer<T> out;
-  strided_view<T, R> v;
+  static constexpr bool strided_ok = requires { requires backend::cpu::kernel<K>::strided_operands; };
+  cpu::buffer<T> out;
+  expr::strided_view<T, R> v;
 
   /// Runs the kernel into dest (the destination of an assignment) or into memory of its own.
   explicit evaluator(const expr::Computed<K, Ops...>& n, T* dest = nullptr) : evaluator(n, dest, nullptr) {}
   /// The same, filling a saving kernel's by-product too (expr/computed.hpp).
   template <class U> evaluator(const expr::Computed<K, Ops...>& n, T* dest, U saved) {
-    std::apply([&](const auto&... ops) { run(n, dest, saved, source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops)...); }, n.ops);
+    std::apply([&](const auto&... ops) { run(n, dest, saved, backend::cpu::source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops)...); }, n.ops);
   }
   auto view() const { return v; }
-  auto cursor() const { return strided_cursor<T>(v); }
+  auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
 
  private:
   template <class U, class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, U saved, const Src&... srcs) {
     const auto d = n.dims();
     if (!dest) {
-      out = detail::buffer<T>(product(d), false);
+      out = cpu::buffer<T>(product(d), false);
       dest = out.data();
     }
-    auto kernel = [&] {
-      if constexpr (std::is_same_v<U, std::nullptr_t>) n.k.run(dest, srcs.v...);
-      else n.k.run(dest, saved, srcs.v...);
+    auto compute = [&] {
+      const backend::cpu::kernel<K> kernel{n.k};
+      if constexpr (std::is_same_v<U, std::nullptr_t>) kernel.run(dest, srcs.v...);
+      else kernel.run(dest, saved, srcs.v...);
     };
-    if (observe::profile::on()) {
-      const std::int64_t begin = observe::profile::now_ns();
-      kernel();
+    if (detail::profile::on()) {
+      const std::int64_t begin = detail::profile::now_ns();
+      compute();
       std::string shapes;
       std::uint64_t bytes = 0;
-      (observe::add_input(shapes, bytes, srcs.v.dims.data(), srcs.v.dims.size(), sizeof(*srcs.v.data)), ...);
-      observe::finish(observe::label<expr::Computed<K, Ops...>>(), begin, observe::result(dest, d), shapes, bytes);
+      (detail::observe::add_input(shapes, bytes, srcs.v.dims.data(), srcs.v.dims.size(), sizeof(*srcs.v.data)), ...);
+      detail::observe::finish(detail::observe::label<expr::Computed<K, Ops...>>(), cpu::name, begin, detail::observe::result(dest, d), shapes, bytes);
     } else {
-      kernel();
+      compute();
     }
-    v = strided_view<T, R>{dest, d, row_major_strides(d)};
+    v = expr::strided_view<T, R>{dest, d, row_major_strides(d)};
   }
 };
+
+}  // namespace ctflow
+
+namespace ctflow::backend::cpu {
 
 // ---- assignment -----------------------------------------------------------------------------
 
@@ -333,13 +350,13 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
     evaluator<N> ev(e, out);
   } else {
     evaluator<N> ev(e);
-    if (observe::profile::on()) {
-      const std::int64_t begin = observe::profile::now_ns();
+    if (detail::profile::on()) {
+      const std::int64_t begin = detail::profile::now_ns();
       execute(out, d, ev.cursor());
       std::string shapes;
       std::uint64_t bytes = 0;
-      observe::fused_inputs(e, shapes, bytes);
-      observe::finish(observe::label<N>(), begin, observe::result(out, d), shapes, bytes);
+      detail::observe::fused_inputs(e, shapes, bytes);
+      detail::observe::finish(detail::observe::label<N>(), ctflow::cpu::name, begin, detail::observe::result(out, d), shapes, bytes);
     } else {
       execute(out, d, ev.cursor());
     }
@@ -347,3 +364,14 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
 }
 
 }  // namespace ctflow::backend::cpu
+
+namespace ctflow {
+
+template <> struct executor<cpu> {
+  template <class T, std::size_t R, class E> static void assign(T* out, const dims_t<R>& d, const E& e) { backend::cpu::assign(out, d, e); }
+  template <class T, class U, class K, class... Ops> static void assign_saving(T* out, U* saved, const expr::Computed<K, Ops...>& n) {
+    backend::cpu::evaluator<expr::Computed<K, Ops...>> ev(n, out, saved);
+  }
+};
+
+}  // namespace ctflow

@@ -13,10 +13,10 @@
 #include <array>
 #include <cstddef>
 
-#include "../../core/shape.hpp"
-#include "../../detail/buffer.hpp"
-#include "simd.hpp"
-#include "thread_pool.hpp"
+#include <ctflow/core/shape.hpp>
+#include <ctflow/detail/buffer.hpp>
+#include <ctflow/backend/cpu/simd.hpp>
+#include <ctflow/backend/cpu/thread_pool.hpp>
 
 namespace ctflow::backend::cpu {
 

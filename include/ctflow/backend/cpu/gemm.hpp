@@ -15,9 +15,9 @@
 #include <cstddef>
 #include <utility>
 
-#include "../../detail/buffer.hpp"
-#include "simd.hpp"
-#include "thread_pool.hpp"
+#include <ctflow/detail/buffer.hpp>
+#include <ctflow/backend/cpu/simd.hpp>
+#include <ctflow/backend/cpu/thread_pool.hpp>
 
 namespace ctflow::backend::cpu::gemm {
 
@@ -31,11 +31,10 @@ template <class T> struct blocking {
   static constexpr std::size_t MR = 12;           // 24 accumulators of 32 registers
   static constexpr std::size_t KC = 256;
   static constexpr std::size_t MC = 144;
-  /// 256 columns: a KC x NC block of packed B takes 256 KB of L2 for float, 512 KB for double.
-  /// Reading a block over and over streams from this L2 at 215 GB/s up to 640 KB, 180 at 768 KB
-  /// and 131 at 1 MB, and A's micro-panels and C's tiles pass through L2 as well. Fewer columns
-  /// cost more than they save: each micro-panel of A, which comes from L3 once m * KC is past
-  /// L2, then serves fewer tiles (128 columns of double: 3-6% slower at 2048).
+  /// 256 columns: a KC x NC block of packed B takes 256 KB of L2 for float, 512 KB for double,
+  /// below the size past which re-reading a block from L2 slows down, with room for A's
+  /// micro-panels and C's tiles. Fewer columns cost more than they save: each micro-panel of A,
+  /// which comes from L3 once m * KC is past L2, then serves fewer tiles.
   static constexpr std::size_t NC = 256;
 };
 

@@ -8,11 +8,11 @@
 #include <cstddef>
 #include <array>
 
-#include "../../core/shape.hpp"
-#include "../../detail/buffer.hpp"
+#include <ctflow/core/shape.hpp>
+#include <ctflow/detail/buffer.hpp>
 
-#include "simd.hpp"
-#include "thread_pool.hpp"
+#include <ctflow/backend/cpu/simd.hpp>
+#include <ctflow/backend/cpu/thread_pool.hpp>
 
 namespace ctflow::backend::cpu::reduce {
 
@@ -63,8 +63,7 @@ template <std::size_t K, class Op, class V> void combine_rows(const Op& op, V* a
   }
 }
 /// Folds rows [r0, r1) of in (rows s apart, w wide) into acc, in row order, 8 rows a pass: one
-/// row at a time leaves memory with a single stream per thread and reloads acc for every row
-/// (reduce_sum<0> over [4096, 4096] on 2 threads: 73 -> 117 GB/s).
+/// row at a time leaves memory with a single stream per thread and reloads acc for every row.
 template <class Op, class V> void combine_row_range(const Op& op, V* acc, const V* in, std::size_t r0, std::size_t r1, std::size_t s, std::size_t w) {
   constexpr std::size_t K = 8;
   std::size_t r = r0;

@@ -3,10 +3,8 @@
 /// VALID / explicit padding (TensorFlow's asymmetric SAME: the extra row or column goes to the
 /// bottom and right), NCHW input too; tf.nn.conv1d and tf.nn.conv2d_transpose on the same kernels.
 /// The forward pass and both backward passes (TensorFlow's Conv2DBackpropInput and
-/// Conv2DBackpropFilter) run Winograd's F(2x2, 3x3) (backend/cpu/winograd.hpp) for 3x3 filters
-/// with unit strides and dilations over at least a vector of channels in and out, the direct
-/// kernels of backend/cpu/conv.hpp for other convolutions whose height stride is 1 (for the input
-/// gradient: both strides), im2col + GEMM otherwise.
+/// Conv2DBackpropFilter) are ops of their own, so every device implements them and gradients of
+/// gradients work.
 ///
 ///     Tensor<float, Shape<64, 28, 28, 1>> x;  Tensor<float, Shape<3, 3, 1, 32>> f;
 ///     auto y = nn::conv2d<nn::VALID>(x, f);                         // [64, 26, 26, 32]
@@ -17,13 +15,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../../backend/cpu/conv.hpp"
-#include "../../backend/cpu/gemm.hpp"
-#include "../../backend/cpu/thread_pool.hpp"
-#include "../../backend/cpu/winograd.hpp"
-#include "../../detail/buffer.hpp"
-#include "../../expr/computed.hpp"
-#include "layout.hpp"
+#include <ctflow/expr/computed.hpp>
+#include <ctflow/ops/nn/layout.hpp>
 
 namespace ctflow::nn {
 
@@ -69,128 +62,47 @@ constexpr bool window_fits(std::size_t in, std::size_t k, std::size_t dilation, 
   return (k - 1) * dilation + 1 <= in + (axis == 0 ? p.top + p.bottom : p.left + p.right);
 }
 
-using conv_geometry = backend::cpu::conv::geometry;
+/// Everything about one convolution's index arithmetic, at run time: input [n, h, w, c], filter
+/// taps kh x kw, o outputs, strides, dilations, output extents and leading padding.
+struct conv_geometry {
+  std::size_t n, h, w, c, kh, kw, o, sh, sw, dh, dw, oh, ow, pt, pl;
+  std::size_t rows() const { return n * oh * ow; }  // patch matrix rows: one per output pixel
+  std::size_t depth() const { return kh * kw * c; }  // its columns: one per filter tap and channel
+};
 inline conv_geometry make_geometry(const dims_t<4>& x, const dims_t<4>& f, std::size_t sh, std::size_t sw, std::size_t dh, std::size_t dw,
                                    padding p) {
   const auto gh = spatial(x[1], f[0], sh, dh, p, 0), gw = spatial(x[2], f[1], sw, dw, p, 1);
   return {x[0], x[1], x[2], x[3], f[0], f[1], f[3], sh, sw, dh, dw, gh.out, gw.out, gh.pad_before, gw.pad_before};
 }
 
-using backend::cpu::conv::each_tap;
-
 struct conv_options {
   std::size_t sh, sw, dh, dw;
   padding pad;
 };
 
-template <class T, class SX, class SF, conv_options P> struct conv2d_kernel {
+template <class T, class SX, class SF, conv_options P> struct conv2d_op {
   static constexpr dims_t<4> extents{SX::extents[0], static_spatial(SX::extents[1], SF::extents[0], P.sh, P.dh, P.pad, 0),
                                      static_spatial(SX::extents[2], SF::extents[1], P.sw, P.dw, P.pad, 1), SF::extents[3]};
   using value_type = T;
   using shape_type = shape_of<extents>;
   dims_t<4> out_dims{};
   conv_geometry g{};
-  void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
-    namespace conv = backend::cpu::conv;
-    namespace winograd = backend::cpu::winograd;
-    if (winograd::suits<T>(g)) {
-      const auto u = winograd::transform_filters<T>(g.c, g.o, [&](std::size_t ky, std::size_t kx, std::size_t ci, std::size_t co) {
-        return f.data[((ky * 3 + kx) * g.c + ci) * g.o + co];
-      });
-      winograd::forward(g, x.data, u.data(), out);
-      return;
-    }
-    if constexpr (P.sh == 1) {
-      // HWIO filters are the [depth, O] matrix the direct kernel multiplies.
-      const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(g.depth(), g.o, [&](std::size_t d, std::size_t j) { return f.data[d * g.o + j]; });
-      conv::forward_direct(g, x.data, panels.data(), out);
-      return;
-    }
-    const auto p = conv::patches(g, x.data);
-    // [rows, depth] x [depth, O] (HWIO is that matrix) = [rows, O], which is NHWC.
-    backend::cpu::gemm::gemm(g.rows(), g.o, g.depth(), p.data(), std::ptrdiff_t(g.depth()), 1, f.data, std::ptrdiff_t(g.o), 1, out,
-                             std::ptrdiff_t(g.o));
-  }
 };
 
 /// Conv2DBackpropInput: the patch adjoint dy x f^T, added back into the input's shape.
-template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_input_kernel {
+template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_input_op {
   using value_type = T;
   using shape_type = SX;
   dims_t<4> out_dims{};
   conv_geometry g{};
-  void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
-    namespace conv = backend::cpu::conv;
-    namespace winograd = backend::cpu::winograd;
-    // With unit strides the input gradient is a forward convolution t of dy, padded by the rest of
-    // the window, with the filters flipped and their channel axes swapped.
-    const conv::geometry t{g.n, g.oh, g.ow, g.o, g.kh, g.kw, g.c, 1, 1, g.dh, g.dw, g.h, g.w, (g.kh - 1) * g.dh - g.pt, (g.kw - 1) * g.dw - g.pl};
-    const auto flipped = [&](std::size_t ky, std::size_t kx, std::size_t d, std::size_t ci) {  // tap (ky, kx), input d, output ci of t
-      return f.data[(((g.kh - 1 - ky) * g.kw + (g.kw - 1 - kx)) * g.c + ci) * g.o + d];
-    };
-    const bool unit = P.sh == 1 && P.sw == 1 && g.pt <= (g.kh - 1) * g.dh && g.pl <= (g.kw - 1) * g.dw;
-    if (winograd::suits<T>(g)) {
-      // Winograd's forward over t has a tile per 2 x 2 pixels of dx, its adjoint one per 2 x 2 of
-      // dy, with the same work per tile but added into overlapping tiles of dx: the adjoint where
-      // dy has fewer tiles (VALID; mnist2's input gradient: 392 -> 470 GFLOP/s), t where as many
-      // (SAME; the ResNet convolution's: 605 -> 690).
-      if (unit && winograd::tiling(t).count <= winograd::tiling(g).count) {
-        winograd::forward(t, dy.data, winograd::transform_filters<T>(t.c, t.o, flipped).data(), out);
-        return;
-      }
-      const auto ut = winograd::transform_filters<T>(g.o, g.c, [&](std::size_t ky, std::size_t kx, std::size_t d, std::size_t ci) {
-        return f.data[((ky * 3 + kx) * g.c + ci) * g.o + d];  // channel axes swapped: [16][o][c]
-      });
-      winograd::input_gradient(g, dy.data, ut.data(), out);
-      return;
-    }
-    // The direct kernel costs more than the patch matrix where the padding is a large part of the
-    // image (small images; it does the multiply-adds of the padding too) or the input has a few
-    // channels, but more than one (they are its outputs: lanes of a vector left idle).
-    if (unit && (g.c == 1 || g.c >= backend::cpu::lanes<T>) && double(g.h * conv::padded_image(t).per_row) <= 1.25 * double(g.oh * g.ow)) {
-      const auto panels = conv::pack_panels<T, conv::direct_blocking<T>::NR>(t.depth(), g.c, [&](std::size_t d, std::size_t ci) {
-        const std::size_t tap = d / g.o;
-        return flipped(tap / g.kw, tap % g.kw, d % g.o, ci);
-      });
-      conv::forward_direct(t, dy.data, panels.data(), out);
-      return;
-    }
-    ctflow::detail::buffer<T> cols(g.rows() * g.depth(), false);
-    backend::cpu::gemm::gemm(g.rows(), g.depth(), g.o, dy.data, std::ptrdiff_t(g.o), 1, f.data, 1, std::ptrdiff_t(g.o), cols.data(),
-                             std::ptrdiff_t(g.depth()));
-    std::fill_n(out, product(out_dims), T(0));
-    conv::col2im(g, cols.data(), out);
-  }
 };
 
 /// Conv2DBackpropFilter: patches^T x dy, [depth, rows] x [rows, O] = the HWIO filter's shape.
-template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_filter_kernel {
+template <class T, class SX, class SF, conv_options P> struct conv2d_backprop_filter_op {
   using value_type = T;
   using shape_type = SF;
   dims_t<4> out_dims{};
   conv_geometry g{};
-  void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& dy) const {
-    namespace conv = backend::cpu::conv;
-    if (backend::cpu::winograd::suits<T>(g)) {
-      backend::cpu::winograd::filter(g, x.data, dy.data, out);
-      return;
-    }
-    if constexpr (P.sh == 1) {
-      conv::filter_direct(g, x.data, dy.data, out);
-      return;
-    }
-    const auto p = conv::patches(g, x.data);
-    // The product is small ([depth, O]) and its inner dimension long (every output pixel): the
-    // rows are cut into a fixed number of chunks (fixed by the shape alone, so the result does
-    // not depend on the threads), each chunk's product is computed on one thread, and the
-    // partial products are added in chunk order.
-    const std::size_t rows = g.rows(), chunks = std::clamp<std::size_t>(rows / 2048, 1, 16);
-    backend::cpu::reduce::sum_in_chunk_order(chunks, g.depth() * g.o, out, [&](std::size_t i, T* part) {
-      const std::size_t r0 = rows * i / chunks, r1 = rows * (i + 1) / chunks;
-      backend::cpu::gemm::packed(g.depth(), g.o, r1 - r0, p.data() + r0 * g.depth(), 1, std::ptrdiff_t(g.depth()), dy.data + r0 * g.o,
-                                 std::ptrdiff_t(g.o), 1, part, std::ptrdiff_t(g.o), false);
-    });
-  }
 };
 
 
@@ -247,7 +159,7 @@ auto conv2d(X&& input, F&& filters, data_format<ChannelsFirst> = {}) {
   if constexpr (ChannelsFirst)
     return nhwc_to_nchw(conv2d<Pad, SH, SW, DH, DW>(nchw_to_nhwc(std::forward<X>(input)), std::forward<F>(filters)));
   else
-    return detail::conv_node<detail::conv2d_kernel, "ctflow::nn::conv2d", false, Pad, SH, SW, DH, DW>(std::forward<X>(input), std::forward<F>(filters));
+    return detail::conv_node<detail::conv2d_op, "ctflow::nn::conv2d", false, Pad, SH, SW, DH, DW>(std::forward<X>(input), std::forward<F>(filters));
 }
 
 /// @brief tf.nn.conv1d(input, filters, stride, padding, data_format, dilations) for NWC input
@@ -323,7 +235,7 @@ auto conv2d_transpose(X&& input, F&& filters, output_size_t<OH, OW> = {}) {
       const dims_t<4> dy{dx[0], OH ? OH : detail::transposed_extent(dx[1], df[0], SH, DH, Pad, 0),
                          OW ? OW : detail::transposed_extent(dx[2], df[1], SW, DW, Pad, 1), df[2]};
       constexpr detail::conv_options P{SH, SW, DH, DW, Pad};
-      detail::conv2d_backprop_input_kernel<T, SY, SF, P> k;
+      detail::conv2d_backprop_input_op<T, SY, SF, P> k;
       k.g = detail::make_geometry(dy, df, SH, SW, DH, DW, Pad);
       if (k.g.oh != dx[1] || k.g.ow != dx[2])
         throw_shape_error("ctflow::nn::conv2d_transpose", "conv2d of the output size would not give the input's", dx, dy);

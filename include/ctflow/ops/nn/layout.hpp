@@ -3,8 +3,8 @@
 /// between TensorFlow's layouts (NHWC activations, HWIO filters) and PyTorch's or Caffe's (NCHW,
 /// OIHW). The conversions are views (transposes): they copy nothing until evaluated.
 
-#include "../array.hpp"
-#include "../math.hpp"
+#include <ctflow/ops/array.hpp>
+#include <ctflow/ops/math.hpp>
 
 namespace ctflow::nn {
 

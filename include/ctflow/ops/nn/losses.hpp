@@ -18,10 +18,8 @@
 #include <string>
 #include <type_traits>
 
-#include "../../backend/cpu/simd.hpp"
-#include "../../backend/cpu/thread_pool.hpp"
-#include "../math.hpp"
-#include "../reduction.hpp"
+#include <ctflow/ops/math.hpp>
+#include <ctflow/ops/reduction.hpp>
 
 namespace ctflow::nn {
 
@@ -70,79 +68,6 @@ namespace detail {
 
 inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_entropy_with_logits";
 
-/// sum(exp(x - shift)) of n values; with Keep, e[i] = exp(x[i] - shift) as well (vector types).
-template <bool Keep, class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t<T> shift, std::type_identity_t<T>* e) {
-  using V = compute_t<T>;
-  namespace cpu = backend::cpu;
-  if constexpr (cpu::simd_type_v<T>) {
-    constexpr std::size_t W = cpu::lanes<T>;
-    const auto bm = cpu::batch<T>(shift);
-    auto bs = cpu::batch<T>(T(0));
-    std::size_t i = 0;
-    for (; i + W <= n; i += W) {
-      const auto v = cpu::exp(cpu::batch<T>::load_unaligned(x + i) - bm);
-      if constexpr (Keep) v.store_unaligned(e + i);
-      bs += v;
-    }
-    // The tail in one vector: its missing lanes are -inf, whose exp is 0.
-    if (i < n) {
-      const auto v = cpu::exp(cpu::load_partial(x + i, n - i, -std::numeric_limits<T>::infinity()) - bm);
-      if constexpr (Keep) cpu::store_partial(e + i, v, n - i);
-      bs += v;
-    }
-    return xsimd::hadd(bs);
-  } else {
-    static_assert(!Keep);
-    V s = 0;
-    for (std::size_t i = 0; i < n; ++i) s += std::exp(V(x[i]) - shift);
-    return s;
-  }
-}
-
-/// log(sum(exp(x))) - x[label] of n values. One pass where exp(x - x[label]) sums without
-/// overflow (the label's own term is 1, so the sum is at least 1; the loss is its log, with no
-/// cancellation); otherwise (a logit above the label's by about 88 or more) shifted by the row's
-/// maximum, the reductions' vectorised row where the dtype allows. Given p, it also leaves
-/// softmax(x) = p * scale: for vector types p holds the pass's exps and scale is 1 / their sum
-/// (no second pass over the row), for the others p is the softmax itself, from a second pass in
-/// the compute type, and scale is 1.
-template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t label, T* p = nullptr, T* scale = nullptr) {
-  using V = compute_t<T>;
-  namespace cpu = backend::cpu;
-  constexpr bool keep = cpu::simd_type_v<T>;
-  auto exp_sum = [&](V shift) { return keep && p ? row_exp_sum<keep>(x, n, shift, p) : row_exp_sum<false>(x, n, shift, nullptr); };
-  const V at = V(x[label]);
-  V shift = at, s = exp_sum(at), loss;
-  if (s < std::numeric_limits<V>::infinity()) {
-    loss = std::log(s);
-  } else {
-    if constexpr (cpu::simd_type_v<T>) shift = cpu::reduce::row(ops::max_op<T>{}, x, n);
-    else {
-      shift = -std::numeric_limits<V>::infinity();
-      for (std::size_t i = 0; i < n; ++i) shift = std::max(shift, V(x[i]));
-    }
-    s = exp_sum(shift);
-    loss = shift + std::log(s) - at;
-  }
-  if (p) {
-    const V inv = V(1) / s;
-    if constexpr (keep) {
-      *scale = T(inv);
-    } else {
-      for (std::size_t i = 0; i < n; ++i) p[i] = T(std::exp(V(x[i]) - shift) * inv);
-      *scale = T(1);
-    }
-  }
-  return loss;
-}
-
-/// f(r) for each of `rows` rows of n classes, the threads taking blocks of about 32K elements.
-template <class F> void each_row(std::size_t rows, std::size_t n, F&& f) {
-  backend::cpu::parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t r = b; r < e; ++r) f(r);
-  });
-}
-
 /// Checks every label against [0, classes) before any work (the message is TensorFlow's).
 template <class I> void check_labels(const I* labels, std::size_t rows, std::size_t classes) {
   for (std::size_t r = 0; r < rows; ++r)
@@ -154,7 +79,7 @@ template <class I> void check_labels(const I* labels, std::size_t rows, std::siz
 /// The per-example losses: log(sum(exp(x - max))) + max - x[label], one row per example. Under
 /// value_and_grad it saves the softmax as well, as row_xent leaves it (the rows' exps, then a
 /// scale per row), so that the gradient costs no second exp per element.
-template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
+template <class T, class I, class SL, class SX> struct sparse_xent_op {
   using value_type = T;
   using shape_type = SL;
   using saved_type = T;
@@ -162,14 +87,6 @@ template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
   dims_t<RL> out_dims{};
   std::size_t classes = 0;
   std::size_t saved_size() const { return product(out_dims) * (classes + 1); }
-  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const { run(out, nullptr, labels, logits); }
-  void run(T* out, T* saved, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const {
-    const std::size_t rows = product(out_dims), n = classes;
-    check_labels(labels.data, rows, n);
-    each_row(rows, n, [&](std::size_t r) {
-      out[r] = T(row_xent(logits.data + r * n, n, std::size_t(labels.data[r]), saved ? saved + r * n : nullptr, saved ? saved + rows * n + r : nullptr));
-    });
-  }
 };
 
 /// Its adjoint with respect to the logits where no saved rows exist (`grad`'s expressions):
@@ -177,64 +94,20 @@ template <class T, class I, class SL, class SX> struct sparse_xent_kernel {
 /// forward pass's losses y: softmax(x)_i = exp(x_i - lse) with lse = y + x[label], evaluated as
 /// exp((x_i - x[label]) - y) so that no rounding of lse enters (the label's own term is exactly
 /// exp(-y)).
-template <class T, class I, class SL, class SX> struct sparse_xent_grad_kernel {
+template <class T, class I, class SL, class SX> struct sparse_xent_grad_op {
   using value_type = T;
   using shape_type = SX;
   static constexpr std::size_t RL = std::size_t(SL::rank), RX = std::size_t(SX::rank);
   dims_t<RX> out_dims{};
-  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits, const expr::strided_view<T, RL>& loss,
-           const expr::strided_view<T, RL>& g) const {
-    using V = compute_t<T>;
-    namespace cpu = backend::cpu;
-    const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
-    check_labels(labels.data, rows, n);
-    each_row(rows, n, [&, n](std::size_t r) {
-      const T* x = logits.data + r * n;
-      T* o = out + r * n;
-      const std::size_t label = std::size_t(labels.data[r]);
-      const V at = V(x[label]), y = V(loss.data[r]), gr = V(g.data[r]);
-      if constexpr (cpu::simd_type_v<T>) {
-        constexpr std::size_t W = cpu::lanes<T>;
-        using B = cpu::batch<T>;
-        const B bat(at), by(y), bg(gr);
-        std::size_t i = 0;
-        for (; i + W <= n; i += W) (cpu::exp((B::load_unaligned(x + i) - bat) - by) * bg).store_unaligned(o + i);
-        if (i < n) cpu::store_partial(o + i, cpu::exp((cpu::load_partial(x + i, n - i) - bat) - by) * bg, n - i);
-      } else {
-        for (std::size_t i = 0; i < n; ++i) o[i] = T(std::exp((V(x[i]) - at) - y) * gr);
-      }
-      o[label] = T(V(o[label]) - gr);
-    });
-  }
 };
 
 /// Its adjoint under value_and_grad, from what the forward pass saved (the softmax as p * scale
 /// per row): out[r, :] = p[r, :] * (scale[r] g[r]), less g[r] at the label.
-template <class T, class I, class SL, class SX> struct sparse_xent_saved_grad_kernel {
+template <class T, class I, class SL, class SX> struct sparse_xent_saved_grad_op {
   using value_type = T;
   using shape_type = SX;
   static constexpr std::size_t RL = std::size_t(SL::rank), RX = std::size_t(SX::rank);
   dims_t<RX> out_dims{};
-  void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& saved, const expr::strided_view<T, RL>& scale,
-           const expr::strided_view<T, RL>& g) const {
-    using V = compute_t<T>;
-    namespace cpu = backend::cpu;
-    const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
-    each_row(rows, n, [&, n](std::size_t r) {
-      const T* p = saved.data + r * n;
-      T* o = out + r * n;
-      const std::size_t cols = n, label = std::size_t(labels.data[r]);  // locals: the stores below may alias the captures
-      const V gr = V(g.data[r]), f = V(scale.data[r]) * gr;
-      std::size_t i = 0;
-      if constexpr (cpu::simd_type_v<T>) {
-        constexpr std::size_t W = cpu::lanes<T>;
-        const cpu::batch<T> bf(f);
-        for (; i + W <= cols; i += W) (cpu::batch<T>::load_unaligned(p + i) * bf).store_unaligned(o + i);
-      }
-      for (; i < cols; ++i) o[i] = T(V(p[i]) * f);
-      o[label] = T(V(p[label]) * f - gr);
-    });
-  }
 };
 
 template <class SL, class SX> constexpr bool label_shape_ok() {
@@ -272,7 +145,7 @@ template <Expression L, Expression X> auto sparse_softmax_cross_entropy_with_log
     for (std::size_t i = 0; i < dl.size(); ++i)
       if (dl[i] != dx[i])
         throw_shape_error(detail::sparse_name, "labels must have the shape of logits without its last axis", dl, dx);
-    detail::sparse_xent_kernel<T, I, SL, SX> k;
+    detail::sparse_xent_op<T, I, SL, SX> k;
     k.out_dims = dl;
     k.classes = dx[dx.size() - 1];
     return expr::make_computed(k, std::forward<L>(labels), std::forward<X>(logits));

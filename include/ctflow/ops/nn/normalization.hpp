@@ -16,14 +16,13 @@
 #include <tuple>
 #include <vector>
 
-#include "../../backend/cpu/thread_pool.hpp"
-#include "../../expr/computed.hpp"
-#include "../array.hpp"
-#include "layout.hpp"
+#include <ctflow/expr/computed.hpp>
+#include <ctflow/ops/array.hpp>
+#include <ctflow/ops/nn/layout.hpp>
 
-#include "../math.hpp"
-#include "../random.hpp"
-#include "../reduction.hpp"
+#include <ctflow/ops/math.hpp>
+#include <ctflow/ops/random.hpp>
+#include <ctflow/ops/reduction.hpp>
 
 namespace ctflow::nn {
 
@@ -61,48 +60,11 @@ template <Expression X> auto dropout(const X& x, double rate, std::uint64_t seed
   using T = value_t<X>;
   static_assert(is_floating_v<T>, "ctflow::nn::dropout: needs a floating dtype");
   if (!(rate >= 0.0 && rate < 1.0)) throw value_error("ctflow::nn::dropout: rate must be in [0, 1), got " + std::to_string(rate));
-  auto keep = random_uniform<T, shape_t<X>>(seed, 0.0, 1.0, x.dims()) >= T(rate);
+  auto keep = random_uniform<T, shape_t<X>, placed_device_t<device_t<X>>>(seed, 0.0, 1.0, x.dims()) >= T(rate);
   return where(std::move(keep), x * T(1.0 / (1.0 - rate)), T(0));
 }
 
 namespace detail {
-
-/// K per-channel sums over the rows of an [rows, c] array: f(r0, r1, acc) adds rows [r0, r1)
-/// into acc[K * c] (double). The rows are cut into a number of chunks fixed by the shape, the
-/// chunks run on the threads, and their sums are added in chunk order: the result does not
-/// depend on the thread count.
-template <std::size_t K, class F> std::vector<double> channel_sums(std::size_t rows, std::size_t c, F&& f) {
-  const std::size_t chunks = std::clamp<std::size_t>(rows / 512, 1, 16);
-  std::vector<double> sums(K * c);
-  backend::cpu::reduce::sum_in_chunk_order(chunks, K * c, sums.data(), [&](std::size_t i, double* acc) {
-    std::fill_n(acc, K * c, 0.0);
-    f(rows * i / chunks, rows * (i + 1) / chunks, acc);
-  });
-  return sums;
-}
-
-/// The batch mean and 1 / sqrt(variance + epsilon) of each channel (the last axis), the variance
-/// biased, as in normalization. The sums are of x - x[0] (shifted data: no cancellation when the
-/// mean is large against the spread).
-template <class T> void batch_statistics(const T* x, std::size_t rows, std::size_t c, double epsilon, std::vector<double>& mean,
-                                         std::vector<double>& inv_std) {
-  const auto sums = channel_sums<2>(rows, c, [&](std::size_t r0, std::size_t r1, double* acc) {
-    for (std::size_t r = r0; r < r1; ++r)
-      for (std::size_t k = 0; k < c; ++k) {
-        const double d = double(x[r * c + k]) - double(x[k]);
-        acc[k] += d;
-        acc[c + k] += d * d;
-      }
-  });
-  mean.resize(c);
-  inv_std.resize(c);
-  const double n = double(std::max<std::size_t>(rows, 1));
-  for (std::size_t k = 0; k < c; ++k) {
-    const double m = sums[k] / n;
-    mean[k] = double(x[k]) + m;
-    inv_std[k] = 1.0 / std::sqrt(std::max(sums[c + k] / n - m * m, 0.0) + epsilon);
-  }
-}
 
 struct batch_norm_geometry {
   std::size_t rows = 0, c = 0;
@@ -110,80 +72,28 @@ struct batch_norm_geometry {
 };
 
 /// y = (x - mean) * inv_std * scale + offset with the batch's statistics, channels last.
-template <class T, class SX> struct batch_norm_kernel {
+template <class T, class SX> struct batch_norm_op {
   using value_type = T;
   using shape_type = SX;
   dims_t<std::size_t(SX::rank)> out_dims{};
   batch_norm_geometry g{};
-  void run(T* out, const expr::strided_view<T, std::size_t(SX::rank)>& x, const expr::strided_view<T, 1>& scale,
-           const expr::strided_view<T, 1>& offset) const {
-    std::vector<double> mean, inv;
-    batch_statistics(x.data, g.rows, g.c, g.epsilon, mean, inv);
-    std::vector<T> a(g.c), b(g.c);  // y = x a + b
-    for (std::size_t k = 0; k < g.c; ++k) {
-      a[k] = T(inv[k] * double(scale.data[k]));
-      b[k] = T(double(offset.data[k]) - mean[k] * inv[k] * double(scale.data[k]));
-    }
-    backend::cpu::parallel_for(g.rows, 256, 1, [&](std::size_t r0, std::size_t r1) {
-      for (std::size_t r = r0; r < r1; ++r)
-        for (std::size_t k = 0; k < g.c; ++k) out[r * g.c + k] = x.data[r * g.c + k] * a[k] + b[k];
-    });
-  }
 };
 
-/// The batch statistics (into mean and inv_std, as batch_statistics), then sum(dy) and
-/// sum(dy * xhat) per channel, xhat = (x - mean) * inv_std: what both backward kernels need.
-template <class T> std::vector<double> batch_norm_grad_sums(const T* x, const T* dy, const batch_norm_geometry& g, std::vector<double>& mean,
-                                                           std::vector<double>& inv) {
-  batch_statistics(x, g.rows, g.c, g.epsilon, mean, inv);
-  return channel_sums<2>(g.rows, g.c, [&](std::size_t r0, std::size_t r1, double* acc) {
-    for (std::size_t r = r0; r < r1; ++r)
-      for (std::size_t k = 0; k < g.c; ++k) {
-        const double d = double(dy[r * g.c + k]);
-        acc[k] += d;
-        acc[g.c + k] += d * (double(x[r * g.c + k]) - mean[k]) * inv[k];
-      }
-  });
-}
-
-/// The input adjoint of batch_norm_kernel (TensorFlow's FusedBatchNormGrad, training):
+/// The input adjoint of batch_norm_op (TensorFlow's FusedBatchNormGrad, training):
 /// dx = scale * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)).
-template <class T, class SX> struct batch_norm_input_grad_kernel {
+template <class T, class SX> struct batch_norm_input_grad_op {
   using value_type = T;
   using shape_type = SX;
   dims_t<std::size_t(SX::rank)> out_dims{};
   batch_norm_geometry g{};
-  void run(T* out, const expr::strided_view<T, std::size_t(SX::rank)>& x, const expr::strided_view<T, 1>& scale,
-           const expr::strided_view<T, std::size_t(SX::rank)>& dy) const {
-    std::vector<double> mean, inv;
-    const auto sums = batch_norm_grad_sums(x.data, dy.data, g, mean, inv);
-    const double n = double(std::max<std::size_t>(g.rows, 1));
-    // dx = dy a + x b + c, per channel.
-    std::vector<T> a(g.c), b(g.c), c(g.c);
-    for (std::size_t k = 0; k < g.c; ++k) {
-      const double s = double(scale.data[k]) * inv[k], mdy = sums[k] / n, mdyx = sums[g.c + k] / n;
-      a[k] = T(s);
-      b[k] = T(-s * mdyx * inv[k]);
-      c[k] = T(-s * (mdy - mdyx * inv[k] * mean[k]));
-    }
-    backend::cpu::parallel_for(g.rows, 256, 1, [&](std::size_t r0, std::size_t r1) {
-      for (std::size_t r = r0; r < r1; ++r)
-        for (std::size_t k = 0; k < g.c; ++k) out[r * g.c + k] = dy.data[r * g.c + k] * a[k] + x.data[r * g.c + k] * b[k] + c[k];
-    });
-  }
 };
 
 /// The scale adjoint: sum(dy * xhat) per channel.
-template <class T, class SX, class SC> struct batch_norm_scale_grad_kernel {
+template <class T, class SX, class SC> struct batch_norm_scale_grad_op {
   using value_type = T;
   using shape_type = SC;
   dims_t<1> out_dims{};
   batch_norm_geometry g{};
-  void run(T* out, const expr::strided_view<T, std::size_t(SX::rank)>& x, const expr::strided_view<T, std::size_t(SX::rank)>& dy) const {
-    std::vector<double> mean, inv;
-    const auto sums = batch_norm_grad_sums(x.data, dy.data, g, mean, inv);
-    for (std::size_t k = 0; k < g.c; ++k) out[k] = T(sums[g.c + k]);
-  }
 };
 
 template <class X, class S, class O> auto fused_batch_norm_nhwc(X&& x, S&& scale, O&& offset, double epsilon) {
@@ -200,7 +110,7 @@ template <class X, class S, class O> auto fused_batch_norm_nhwc(X&& x, S&& scale
   if (scale.dims()[0] != d[R - 1] || offset.dims()[0] != d[R - 1])
     throw_shape_error("ctflow::nn::fused_batch_norm", "scale and offset must have one element per channel", d, scale.dims());
   if (!(epsilon > 0)) throw value_error("ctflow::nn::fused_batch_norm: epsilon must be positive, got " + std::to_string(epsilon));
-  batch_norm_kernel<T, SX> k;
+  batch_norm_op<T, SX> k;
   k.out_dims = d;
   k.g = {product(d) / std::max<std::size_t>(d[R - 1], 1), d[R - 1], epsilon};
   // The statistics, for the moving averages: TensorFlow returns the variance with Bessel's

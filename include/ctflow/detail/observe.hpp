@@ -18,18 +18,17 @@
 #include <string_view>
 #include <vector>
 
-#include "../../core/concepts.hpp"
-#include "../../core/errors.hpp"
-#include "../../detail/profile.hpp"
+#include <ctflow/core/concepts.hpp>
+#include <ctflow/core/errors.hpp>
+#include <ctflow/detail/profile.hpp>
+#include <ctflow/expr/node.hpp>
 
-namespace ctflow::backend::cpu::observe {
-
-namespace profile = ctflow::detail::profile;
+namespace ctflow::detail::observe {
 
 /// The compiler's text of T's name, inside its function signature.
 template <class T> constexpr std::string_view pretty_name() { return __PRETTY_FUNCTION__; }
 
-namespace detail {
+namespace text {
 
 inline bool ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -44,11 +43,11 @@ inline std::size_t skip_angles(std::string_view s, std::size_t open) {
 }
 
 /// The short name of a functor or kernel type name: namespaces, template arguments and the "_fn"
-/// or "_kernel" suffix removed ("ctflow::ops::matmul_kernel<float, ...>" -> "matmul").
+/// or "_kernel" suffix removed ("ctflow::ops::matmul_op<float, ...>" -> "matmul").
 inline std::string short_name(std::string_view t) {
   t = t.substr(0, t.find('<'));
   if (const auto c = t.rfind("::"); c != std::string_view::npos) t = t.substr(c + 2);
-  for (std::string_view suffix : {"_fn", "_kernel"})
+  for (std::string_view suffix : {"_fn", "_op"})
     if (t.size() > suffix.size() && t.substr(t.size() - suffix.size()) == suffix) t.remove_suffix(suffix.size());
   return std::string(t);
 }
@@ -92,15 +91,15 @@ inline std::string label_of(std::string_view pretty) {
   return s + "]";
 }
 
-}  // namespace detail
+}  // namespace text
 
-/// The label of type E (see detail::label_of), computed once per type.
+/// The label of type E (see text::label_of), computed once per type.
 inline const std::string& label(std::string_view pretty) {
   static std::mutex m;
   static std::map<const char*, std::string> cache;  // keyed by the name's address: one per type
   std::lock_guard lk(m);
   auto it = cache.find(pretty.data());
-  if (it == cache.end()) it = cache.emplace(pretty.data(), detail::label_of(pretty)).first;
+  if (it == cache.end()) it = cache.emplace(pretty.data(), text::label_of(pretty)).first;
   return it->second;
 }
 template <class E> const std::string& label() { return label(pretty_name<std::remove_cvref_t<E>>()); }
@@ -128,19 +127,11 @@ inline void add_input(std::string& shapes, std::uint64_t& bytes, const std::size
 
 /// The operands a fused loop reads from memory (leaves and computed results).
 template <class E> void fused_inputs(const E& e, std::string& shapes, std::uint64_t& bytes) {
-  using N = std::remove_cvref_t<E>;
-  if constexpr (is_leaf_v<N> || requires { typename N::kernel_type; }) {
+  if constexpr (is_leaf_v<E> || expr::is_computed<std::remove_cvref_t<E>>::value) {
     const auto d = e.dims();
-    add_input(shapes, bytes, d.data(), d.size(), sizeof(value_t<N>));
-  } else if constexpr (requires { e.e; }) {
-    fused_inputs(e.e, shapes, bytes);
-  } else if constexpr (requires { e.l; }) {
-    fused_inputs(e.l, shapes, bytes);
-    fused_inputs(e.r, shapes, bytes);
-  } else if constexpr (requires { e.c; }) {
-    fused_inputs(e.c, shapes, bytes);
-    fused_inputs(e.a, shapes, bytes);
-    fused_inputs(e.b, shapes, bytes);
+    add_input(shapes, bytes, d.data(), d.size(), sizeof(value_t<E>));
+  } else {
+    expr::any_operand(e, [&](const auto& o) { fused_inputs(o, shapes, bytes); return false; });
   }
 }
 
@@ -168,16 +159,16 @@ inline void check_finite(const std::string& who, const result_ref& r) {
   }
 }
 
-/// After a node ran from begin (profile::now_ns) and wrote r: checks it and records it, as asked.
-inline void finish(const std::string& name, std::int64_t begin, const result_ref& r, const std::string& inputs, std::uint64_t in_bytes) {
+/// After a node ran on device from begin (profile::now_ns) and wrote r: checks it and records it, as asked.
+inline void finish(const std::string& name, const char* device, std::int64_t begin, const result_ref& r, const std::string& inputs, std::uint64_t in_bytes) {
   const std::int64_t end = profile::now_ns();
   if (profile::on(profile::checking_numerics)) check_finite("ctflow::debugging::check_numerics: op " + name, r);
   if (profile::on(profile::profiling)) {
     std::uint64_t out = r.element_size;
     for (std::size_t i = 0; i < r.rank; ++i) out *= r.dims[i];
-    profile::record({name, "op", (inputs.empty() ? "" : inputs + " -> ") + format_dims(std::span(r.dims, r.rank)), "CPU:0", begin, end - begin,
+    profile::record({name, "op", (inputs.empty() ? "" : inputs + " -> ") + format_dims(std::span(r.dims, r.rank)), device, begin, end - begin,
                      in_bytes + out, 0});
   }
 }
 
-}  // namespace ctflow::backend::cpu::observe
+}  // namespace ctflow::detail::observe

@@ -1,0 +1,150 @@
+#pragma once
+// value_and_grad's backward pass: a counting walk finds how many adjoints each kept value will
+// receive, then a walk generated from the loss's type sends adjoints down the rules, sums the
+// adjoints of a shared value before sending them further, and accumulates at the variables.
+
+#include <optional>
+#include <tuple>
+
+#include <ctflow/autodiff/forward.hpp>
+
+namespace ctflow {
+
+namespace autodiff {
+
+template <class WS, class... V> struct accumulator {
+  WS* ws;
+  std::tuple<const V*...> targets;
+  std::tuple<std::optional<Tensor<value_t<V>, shape_t<V>, device_t<V>>>...> grads;
+
+  template <class E> static constexpr bool may_reach() { return (holds_leaf<E, V>() || ...); }
+
+  template <class L, class G> void add(const L& leaf, const G& g) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (add_to<I>(leaf, g), ...); }(std::index_sequence_for<V...>{});
+  }
+  template <std::size_t I, class L, class G> void add_to(const L& leaf, const G& g) {
+    using VI = std::tuple_element_t<I, std::tuple<V...>>;
+    if constexpr (std::is_same_v<std::remove_cvref_t<L>, VI>) {
+      if (!same_leaf(leaf, *std::get<I>(targets))) return;
+      auto& out = std::get<I>(grads);
+      if (!out) out.emplace(g);
+      else *out += g;
+    }
+  }
+};
+
+/// Is re-evaluating G where several operands read it cheaper than keeping it in memory?
+template <class G> constexpr bool cheap() { return count_boundaries<G>() == 0 && count_nodes<G>() <= 6; }
+
+template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx& ctx);
+template <class N, class Ctx> void count_reads_below(const N& n, Ctx& ctx);
+
+/// Can an adjoint flow from n to its operand I and reach a variable? The type decides whether it
+/// can at all (then `flows`), the leaves' identity whether it does here.
+template <std::size_t I, class N, class Ctx> constexpr bool flows() {
+  return Ctx::template may_reach<operand_t<I, N>>() && rule<N>::template differentiable<I>;
+}
+template <std::size_t I, class N, class Ctx> bool live(const N& n, const Ctx& ctx) {
+  if constexpr (flows<I, N, Ctx>()) return reaches(operand<I>(n), ctx.targets);
+  else return false;
+}
+
+/// Rule R's adjoint for operand I of n; a saving kernel's rule also reads what the forward pass
+/// left for it (every such node is frozen, so `saved` is its by-product; null where that is
+/// empty).
+template <class R, std::size_t I, class N, class G, class Y> auto vjp_of(const N& n, const G& g, const Y& y, const void* saved) {
+  if constexpr (saves_v<N>) {
+    return R::template vjp<I>(n, g, y, static_cast<const typename N::op_type::saved_type*>(saved));
+  } else {
+    return R::template vjp<I>(n, g, y);
+  }
+}
+
+template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, const G& g, const Y& y, Ctx& ctx, const void* saved = nullptr) {
+  using R = rule<N>;
+  CTFLOW_STATIC_CHECK(R::known, ctflow::detail::fixed_string("ctflow::grad: an op of the loss has no gradient rule"));
+  if constexpr (R::known) {
+    constexpr std::size_t A = arity_v<N>;
+    std::array<bool, A> on{};
+    std::size_t count = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) { ((on[I] = live<I>(n, ctx), count += on[I]), ...); }(std::make_index_sequence<A>{});
+    auto each = [&](const auto& adj) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ([&] {
+          if constexpr (flows<I, N, Ctx>())
+            if (on[I]) backprop(operand<I>(n), vjp_of<R, I>(n, adj, y, saved), ctx);
+        }(), ...);
+      }(std::make_index_sequence<A>{});
+    };
+    if (count == 0) return;
+    if constexpr (!cheap<G>()) {
+      if (count > 1) {  // several operands read the adjoint: evaluate it once
+        using T = value_t<G>;
+        const auto d = g.dims();
+        ctflow::detail::buffer<T> kept(product(d), false);
+        executor<device_of<N>>::assign(kept.data(), d, g);
+        each(TensorView<const T, shape_t<G>, device_of<N>>(kept.data(), d));
+        return;
+      }
+    }
+    each(g);
+  }
+}
+
+/// Sends g down from n. A kept value read in several places first sums the adjoints of all of
+/// them (count_reads says how many arrive), then sends the sum down once.
+template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx& ctx) {
+  using T = std::remove_cvref_t<N>;
+  if constexpr (is_frozen_v<T>) {
+    kept_value* k = ctx.ws->find_data(n.p);
+    if (!k || k->expected < 2) return backprop_node(n.node, g, n.value(), ctx, n.saved);
+    using V = value_t<T>;
+    const auto d = n.dims();
+    if (k->received == 0) {
+      k->adjoint = ctflow::detail::buffer<std::byte>(product(d) * sizeof(V), false);
+      executor<device_of<T>>::assign(reinterpret_cast<V*>(k->adjoint.data()), d, g);
+    } else {
+      TensorView<V, shape_t<T>, device_of<T>> sum(reinterpret_cast<V*>(k->adjoint.data()), d);
+      sum = sum + g;
+    }
+    if (++k->received == k->expected)
+      backprop_node(n.node, TensorView<const V, shape_t<T>, device_of<T>>(reinterpret_cast<const V*>(k->adjoint.data()), d), n.value(), ctx, n.saved);
+  } else if constexpr (is_leaf_v<T>) {
+    ctx.add(n, g);
+  } else if constexpr (arity_v<T> > 0) {
+    backprop_node(n, g, n, ctx);
+  }
+}
+
+/// Counts the adjoints each kept value will receive: the walk backprop makes, without the math.
+template <class N, class Ctx> void count_reads(const N& n, Ctx& ctx) {
+  using T = std::remove_cvref_t<N>;
+  if constexpr (is_frozen_v<T>) {
+    kept_value* k = ctx.ws->find_data(n.p);
+    if (k && ++k->expected > 1) return;
+    count_reads_below(n.node, ctx);
+  } else if constexpr (!is_leaf_v<T> && arity_v<T> > 0) {
+    count_reads_below(n, ctx);
+  }
+}
+
+template <class N, class Ctx> void count_reads_below(const N& n, Ctx& ctx) {
+  if constexpr (rule<N>::known) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ([&] {
+        if constexpr (flows<I, N, Ctx>())
+          if (live<I>(n, ctx)) count_reads(operand<I>(n), ctx);
+      }(), ...);
+    }(std::make_index_sequence<arity_v<N>>{});
+  }
+}
+
+template <class E> value_t<E> scalar_value(const E& e) {
+  value_t<E> v{};
+  executor<device_of<E>>::assign(&v, dims_t<0>{}, e);
+  return v;
+}
+
+}  // namespace autodiff
+
+}  // namespace ctflow

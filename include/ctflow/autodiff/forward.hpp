@@ -1,0 +1,128 @@
+#pragma once
+// value_and_grad's forward pass: the loss rebuilt with every boundary, and every element-wise
+// operand a boundary reads, computed once into kept memory (Frozen nodes); copies of one node are
+// recognised and computed once.
+
+#include <array>
+#include <stdexcept>
+
+#include <ctflow/autodiff/checks.hpp>
+
+namespace ctflow {
+
+namespace autodiff {
+
+template <class E> constexpr std::size_t slots();
+
+template <class E> struct is_strided : std::false_type {};
+template <class E, class S, class M> struct is_strided<expr::Strided<E, S, M>> : std::true_type {};
+
+
+/// Slots a boundary's operand takes: element-wise operands are materialised too (the kernel
+/// reads them, and the backward pass reuses them).
+template <class E> constexpr std::size_t operand_slots() {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (expr::is_elementwise<N>::value && arity_v<N> > 0) return 1 + slots<N>();
+  else if constexpr (is_strided<N>::value) return operand_slots<operand_t<0, N>>();
+  else return slots<N>();
+}
+
+template <class E> constexpr std::size_t slots() {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_leaf_v<N>) return 0;
+  else if constexpr (expr::is_computed<N>::value)
+    return 1 + []<std::size_t... I>(std::index_sequence<I...>) { return (std::size_t(0) + ... + operand_slots<operand_t<I, N>>()); }(std::make_index_sequence<arity_v<N>>{});
+  else return []<std::size_t... I>(std::index_sequence<I...>) { return (std::size_t(0) + ... + slots<operand_t<I, N>>()); }(std::make_index_sequence<arity_v<N>>{});
+}
+
+/// What the forward pass keeps of a boundary: where its value is (memory of its own), what a
+/// saving kernel left for its gradient, the node it came from (to recognise copies of it), and
+/// during the backward pass its adjoint, summed over every place that reads it before it is sent
+/// further down.
+struct kept_value {
+  const void* type = nullptr;    // one tag per node type
+  const void* origin = nullptr;  // the node in the user's expression
+  const void* data = nullptr;
+  ctflow::detail::buffer<std::byte> memory, saved;
+  std::size_t expected = 0, received = 0;
+  ctflow::detail::buffer<std::byte> adjoint;
+};
+
+template <class E> inline constexpr char type_tag = 0;
+
+/// Memory for the values the forward pass keeps; blocks come back to the cache when it ends.
+template <std::size_t N> struct workspace {
+  std::array<kept_value, N> kept;
+  std::size_t next = 0;
+
+  /// The kept value of a copy of `origin` computed before, if any.
+  template <class E> kept_value* find(const E& origin) {
+    for (std::size_t i = 0; i < next; ++i)
+      if (kept[i].type == &type_tag<E> && same_node(*static_cast<const E*>(kept[i].origin), origin)) return &kept[i];
+    return nullptr;
+  }
+  kept_value* find_data(const void* data) {
+    for (std::size_t i = 0; i < next; ++i) if (kept[i].data == data) return &kept[i];
+    return nullptr;
+  }
+  template <class T, class E> kept_value& take(const E& origin, std::size_t n) {
+    if (next == N) throw std::logic_error("ctflow::value_and_grad: forward pass needs more slots than counted");
+    kept_value& k = kept[next++];
+    k.memory = ctflow::detail::buffer<std::byte>(n * sizeof(T), false);
+    k.type = &type_tag<E>;
+    k.origin = &origin;
+    k.data = k.memory.data();
+    return k;
+  }
+};
+
+/// The value of n (the frozen form of `origin`): computed into kept memory, or found computed
+/// already when `origin` is a copy of a node seen before. A saving kernel fills its by-product
+/// into kept memory too.
+template <class E, class N, class WS> Frozen<N> materialize(const E& origin, N&& n, WS& ws) {
+  using T = value_t<N>;
+  const auto d = n.dims();
+  if (kept_value* k = ws.find(origin)) return Frozen<N>{std::move(n), static_cast<const T*>(k->data), d, k->saved.data()};
+  kept_value& k = ws.template take<T>(origin, product(d));
+  T* p = reinterpret_cast<T*>(k.memory.data());
+  if constexpr (saves_v<N>) {
+    using U = typename N::op_type::saved_type;
+    k.saved = ctflow::detail::buffer<std::byte>(n.k.saved_size() * sizeof(U), false);
+    executor<placed_device_t<device_t<N>>>::assign_saving(p, reinterpret_cast<U*>(k.saved.data()), n);
+  } else {
+    executor<placed_device_t<device_t<N>>>::assign(p, d, n);
+  }
+  return Frozen<N>{std::move(n), p, d, k.saved.data()};
+}
+
+template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws);
+
+template <class E, class WS> decltype(auto) freeze_operand(const E& e, WS& ws) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (expr::is_elementwise<N>::value && arity_v<N> > 0) {
+    return materialize(e, freeze(e, ws), ws);
+  } else if constexpr (is_strided<N>::value) {
+    return expr::rebuild(e, freeze_operand(std::get<0>(expr::operands(e)), ws));
+  } else {
+    return freeze(e, ws);
+  }
+}
+
+/// The loss with every boundary computed: the same tree, boundaries replaced by Frozen nodes.
+template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_leaf_v<N>) {
+    if constexpr (N::is_view) return N(e);
+    else return static_cast<const N&>(e);
+  } else if constexpr (expr::arity_v<N> == 0) {
+    return N(e);
+  } else if constexpr (expr::is_computed<N>::value) {
+    return std::apply([&](const auto&... ops) { return materialize(e, expr::rebuild(e, freeze_operand(ops, ws)...), ws); }, expr::operands(e));
+  } else {
+    return std::apply([&](const auto&... ops) { return expr::rebuild(e, freeze(ops, ws)...); }, expr::operands(e));
+  }
+}
+
+}  // namespace autodiff
+
+}  // namespace ctflow

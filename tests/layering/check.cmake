@@ -1,0 +1,31 @@
+# The layering of the headers (../shared/DESIGN.md): core/, expr/, ops/, autodiff/, data/, io/ and
+# detail/ include no backend header and name no backend namespace, and xsimd appears only under
+# backend/cpu/. Comment lines are not read. Fails naming every offending line.
+set(bad "")
+file(GLOB_RECURSE layered RELATIVE ${INCLUDE}
+  ${INCLUDE}/ctflow/core/*.hpp ${INCLUDE}/ctflow/expr/*.hpp ${INCLUDE}/ctflow/ops/*.hpp ${INCLUDE}/ctflow/autodiff/*.hpp
+  ${INCLUDE}/ctflow/data/*.hpp ${INCLUDE}/ctflow/io/*.hpp ${INCLUDE}/ctflow/detail/*.hpp)
+file(GLOB_RECURSE all RELATIVE ${INCLUDE} ${INCLUDE}/ctflow/*.hpp)
+foreach(h ${all})
+  file(STRINGS ${INCLUDE}/${h} lines)
+  list(FIND layered ${h} is_layered)
+  string(FIND "${h}" "ctflow/backend/cpu/" in_cpu)
+  set(n 0)
+  foreach(line IN LISTS lines)
+    math(EXPR n "${n} + 1")
+    if(line MATCHES "^[ \t]*//")
+      continue()
+    endif()
+    if(NOT is_layered EQUAL -1 AND (line MATCHES "#include.*backend/" OR line MATCHES "backend::"))
+      string(APPEND bad "${h}:${n}: a backend in a device-independent header: ${line}\n")
+    endif()
+    if(in_cpu EQUAL -1 AND line MATCHES "xsimd")
+      string(APPEND bad "${h}:${n}: xsimd outside backend/cpu/: ${line}\n")
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH all count)
+if(bad)
+  message(FATAL_ERROR "layering broken:\n${bad}")
+endif()
+message(STATUS "${count} headers read; the layering holds")
