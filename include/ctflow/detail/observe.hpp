@@ -171,4 +171,23 @@ inline void finish(const std::string& name, const char* device, std::int64_t beg
   }
 }
 
+/// After op node N ran on device from begin into out (extents d), over its operands' memory
+/// views: finish() with the op's label and its inputs.
+template <class N, class T, std::size_t R, class... V>
+void finish_op(const char* device, std::int64_t begin, const T* out, const dims_t<R>& d, const V&... inputs) {
+  std::string shapes;
+  std::uint64_t bytes = 0;
+  (add_input(shapes, bytes, inputs.dims.data(), inputs.dims.size(), sizeof(*inputs.data)), ...);
+  finish(label<N>(), device, begin, result(out, d), shapes, bytes);
+}
+
+/// After the fused loop of element-wise expression e ran on device from begin into out: finish()
+/// with its label and the operands it read from memory.
+template <class E, class T, std::size_t R> void finish_fused(const char* device, std::int64_t begin, const E& e, const T* out, const dims_t<R>& d) {
+  std::string shapes;
+  std::uint64_t bytes = 0;
+  fused_inputs(e, shapes, bytes);
+  finish(label<E>(), device, begin, result(out, d), shapes, bytes);
+}
+
 }  // namespace ctflow::detail::observe

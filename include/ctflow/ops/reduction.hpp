@@ -137,6 +137,12 @@ template <class T, class SIn, int Axis, class SOut, class OutT, class F> struct 
   dims_t<std::size_t(SOut::rank)> out_dims{};
   std::size_t outer = 1, n = 1, inner = 1;
   F f;
+  /// f on every line along the axis of the contiguous [outer, n, inner] input: the op's
+  /// definition, the same on every device.
+  void each_line(const T* in, OutT* out) const {
+    for (std::size_t o = 0; o < outer; ++o)
+      for (std::size_t i = 0; i < inner; ++i) f(in + o * n * inner + i, out, o, i, n, inner);
+  }
 };
 
 template <bool Max> struct arg_fn {

@@ -326,10 +326,7 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu
     if (detail::profile::on()) {
       const std::int64_t begin = detail::profile::now_ns();
       compute();
-      std::string shapes;
-      std::uint64_t bytes = 0;
-      (detail::observe::add_input(shapes, bytes, srcs.v.dims.data(), srcs.v.dims.size(), sizeof(*srcs.v.data)), ...);
-      detail::observe::finish(detail::observe::label<expr::Computed<K, Ops...>>(), cpu::name, begin, detail::observe::result(dest, d), shapes, bytes);
+      detail::observe::finish_op<expr::Computed<K, Ops...>>(cpu::name, begin, dest, d, srcs.v...);
     } else {
       compute();
     }
@@ -353,10 +350,7 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
     if (detail::profile::on()) {
       const std::int64_t begin = detail::profile::now_ns();
       execute(out, d, ev.cursor());
-      std::string shapes;
-      std::uint64_t bytes = 0;
-      detail::observe::fused_inputs(e, shapes, bytes);
-      detail::observe::finish(detail::observe::label<N>(), ctflow::cpu::name, begin, detail::observe::result(out, d), shapes, bytes);
+      detail::observe::finish_fused(ctflow::cpu::name, begin, e, out, d);
     } else {
       execute(out, d, ev.cursor());
     }

@@ -6,7 +6,6 @@
 // reference kernel of its op (kernels/<family>.hpp), over contiguous operands.
 
 #include <cstddef>
-#include <string>
 #include <tuple>
 #include <type_traits>
 
@@ -151,13 +150,7 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, ref
     const backend::reference::kernel<K> kernel{n.k};
     if constexpr (std::is_same_v<U, std::nullptr_t>) kernel.run(dest, srcs.v...);
     else kernel.run(dest, saved, srcs.v...);
-    if (detail::profile::on()) {
-      std::string shapes;
-      std::uint64_t bytes = 0;
-      (detail::observe::add_input(shapes, bytes, srcs.v.dims.data(), srcs.v.dims.size(), sizeof(*srcs.v.data)), ...);
-      detail::observe::finish(detail::observe::label<expr::Computed<K, Ops...>>(), reference::name, begin, detail::observe::result(dest, d),
-                              shapes, bytes);
-    }
+    if (detail::profile::on()) detail::observe::finish_op<expr::Computed<K, Ops...>>(reference::name, begin, dest, d, srcs.v...);
     v = expr::strided_view<T, R>{dest, d, row_major_strides(d)};
   }
 };
@@ -172,12 +165,7 @@ template <> struct executor<reference> {
       const std::int64_t begin = detail::profile::on() ? detail::profile::now_ns() : 0;
       backend::reference::evaluator<N> ev(e);
       backend::reference::each_position(d, [&](backend::reference::position p, std::size_t i) { out[i] = T(ev.at(p)); });
-      if (detail::profile::on()) {
-        std::string shapes;
-        std::uint64_t bytes = 0;
-        detail::observe::fused_inputs(e, shapes, bytes);
-        detail::observe::finish(detail::observe::label<N>(), reference::name, begin, detail::observe::result(out, d), shapes, bytes);
-      }
+      if (detail::profile::on()) detail::observe::finish_fused(reference::name, begin, e, out, d);
     }
   }
   /// Runs n's kernel into out, leaving its by-product for the gradient in saved.

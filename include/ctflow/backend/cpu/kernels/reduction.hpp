@@ -49,11 +49,7 @@ template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, i
 
 template <class T, class SIn, int Axis, class SOut, class OutT, class F> struct kernel<ops::along_axis_op<T, SIn, Axis, SOut, OutT, F>> : ops::along_axis_op<T, SIn, Axis, SOut, OutT, F> {
   using op = ops::along_axis_op<T, SIn, Axis, SOut, OutT, F>;
-  using op::f, op::outer, op::inner, op::n;
-  void run(OutT* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const {
-    for (std::size_t o = 0; o < outer; ++o)
-      for (std::size_t i = 0; i < inner; ++i) f(in.data + o * n * inner + i, out, o, i, n, inner);
-  }
+  void run(OutT* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const { this->each_line(in.data, out); }
 };
 
 template <class T, class SG, class SO> struct kernel<ops::sum_to_op<T, SG, SO>> : ops::sum_to_op<T, SG, SO> {
