@@ -81,7 +81,7 @@ template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, c
       if (count > 1) {  // several operands read the adjoint: evaluate it once
         using T = value_t<G>;
         const auto d = g.dims();
-        ctflow::detail::buffer<T> kept(product(d), false);
+        typename device_of<N>::template buffer<T> kept(product(d), false);
         executor<device_of<N>>::assign(kept.data(), d, g);
         each(TensorView<const T, shape_t<G>, device_of<N>>(kept.data(), d));
         return;
@@ -96,12 +96,12 @@ template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, c
 template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx& ctx) {
   using T = std::remove_cvref_t<N>;
   if constexpr (is_frozen_v<T>) {
-    kept_value* k = ctx.ws->find_data(n.p);
+    auto* k = ctx.ws->find_data(n.p);
     if (!k || k->expected < 2) return backprop_node(n.node, g, n.value(), ctx, n.saved);
     using V = value_t<T>;
     const auto d = n.dims();
     if (k->received == 0) {
-      k->adjoint = ctflow::detail::buffer<std::byte>(product(d) * sizeof(V), false);
+      k->adjoint = decltype(k->adjoint)(product(d) * sizeof(V), false);
       executor<device_of<T>>::assign(reinterpret_cast<V*>(k->adjoint.data()), d, g);
     } else {
       TensorView<V, shape_t<T>, device_of<T>> sum(reinterpret_cast<V*>(k->adjoint.data()), d);
@@ -120,7 +120,7 @@ template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx
 template <class N, class Ctx> void count_reads(const N& n, Ctx& ctx) {
   using T = std::remove_cvref_t<N>;
   if constexpr (is_frozen_v<T>) {
-    kept_value* k = ctx.ws->find_data(n.p);
+    auto* k = ctx.ws->find_data(n.p);
     if (k && ++k->expected > 1) return;
     count_reads_below(n.node, ctx);
   } else if constexpr (!is_leaf_v<T> && arity_v<T> > 0) {

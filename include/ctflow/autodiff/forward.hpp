@@ -38,20 +38,24 @@ template <class E> constexpr std::size_t slots() {
 /// What the forward pass keeps of a boundary: where its value is (memory of its own), what a
 /// saving kernel left for its gradient, the node it came from (to recognise copies of it), and
 /// during the backward pass its adjoint, summed over every place that reads it before it is sent
-/// further down.
-struct kept_value {
+/// further down. Its memory comes from the device the loss is evaluated on.
+template <class Device> struct kept_value {
+  template <class T> using buffer = typename Device::template buffer<T>;
   const void* type = nullptr;    // one tag per node type
   const void* origin = nullptr;  // the node in the user's expression
   const void* data = nullptr;
-  ctflow::detail::buffer<std::byte> memory, saved;
+  buffer<std::byte> memory, saved;
   std::size_t expected = 0, received = 0;
-  ctflow::detail::buffer<std::byte> adjoint;
+  buffer<std::byte> adjoint;
 };
 
 template <class E> inline constexpr char type_tag = 0;
 
-/// Memory for the values the forward pass keeps; blocks come back to the cache when it ends.
-template <std::size_t N> struct workspace {
+/// Memory for the values the forward pass keeps, from `Device` (on the CPU, blocks come back to
+/// its cache when the pass ends).
+template <std::size_t N, class Device> struct workspace {
+  using device = Device;
+  using kept_value = autodiff::kept_value<Device>;
   std::array<kept_value, N> kept;
   std::size_t next = 0;
 
@@ -68,7 +72,7 @@ template <std::size_t N> struct workspace {
   template <class T, class E> kept_value& take(const E& origin, std::size_t n) {
     if (next == N) throw std::logic_error("ctflow::value_and_grad: forward pass needs more slots than counted");
     kept_value& k = kept[next++];
-    k.memory = ctflow::detail::buffer<std::byte>(n * sizeof(T), false);
+    k.memory = typename kept_value::template buffer<std::byte>(n * sizeof(T), false);
     k.type = &type_tag<E>;
     k.origin = &origin;
     k.data = k.memory.data();
@@ -82,12 +86,12 @@ template <std::size_t N> struct workspace {
 template <class E, class N, class WS> Frozen<N> materialize(const E& origin, N&& n, WS& ws) {
   using T = value_t<N>;
   const auto d = n.dims();
-  if (kept_value* k = ws.find(origin)) return Frozen<N>{std::move(n), static_cast<const T*>(k->data), d, k->saved.data()};
-  kept_value& k = ws.template take<T>(origin, product(d));
+  if (auto* k = ws.find(origin)) return Frozen<N>{std::move(n), static_cast<const T*>(k->data), d, k->saved.data()};
+  auto& k = ws.template take<T>(origin, product(d));
   T* p = reinterpret_cast<T*>(k.memory.data());
   if constexpr (saves_v<N>) {
     using U = typename N::op_type::saved_type;
-    k.saved = ctflow::detail::buffer<std::byte>(n.k.saved_size() * sizeof(U), false);
+    k.saved = typename WS::kept_value::template buffer<std::byte>(n.k.saved_size() * sizeof(U), false);
     executor<placed_device_t<device_t<N>>>::assign_saving(p, reinterpret_cast<U*>(k.saved.data()), n);
   } else {
     executor<placed_device_t<device_t<N>>>::assign(p, d, n);

@@ -27,7 +27,7 @@ template <Expression L, class... V> auto value_and_grad(const L& loss, unconnect
   using T = value_t<L>;
   autodiff::check_grad<L, V...>();
   if constexpr (autodiff::grad_rules<L, V...>::ok) {
-    autodiff::workspace<autodiff::slots<L>()> ws;
+    autodiff::workspace<autodiff::slots<L>(), placed_device_t<device_t<L>>> ws;
     const auto& frozen = autodiff::freeze(loss, ws);
     const T value = autodiff::scalar_value(frozen);
     autodiff::accumulator<decltype(ws), V...> acc{&ws, {&vs...}, {}};
@@ -48,6 +48,7 @@ template <Expression L, class... V> auto value_and_grad(const L& loss, unconnect
   }
 }
 
+/// @brief value_and_grad(loss, vs...): a variable the loss does not reach is an error.
 template <Expression L, class... V> requires(Expression<V> && ...)
 auto value_and_grad(const L& loss, const V&... vs) { return value_and_grad(loss, unconnected_gradients::none, vs...); }
 

@@ -79,6 +79,7 @@ template <Expression L, class... V> auto grad(const L& loss, unconnected_gradien
   }
 }
 
+/// @brief grad(loss, vs...): a variable the loss does not reach is an error.
 template <Expression L, class... V> requires(Expression<V> && ...)
 auto grad(const L& loss, const V&... vs) { return grad(loss, unconnected_gradients::none, vs...); }
 

@@ -34,6 +34,11 @@ TEST_CASE("reference tensors take their memory from the system, not the CPU's bl
     Tensor<float, Shape<dyn, dyn>, reference> a({300, 70});
     Tensor<float, Shape<dyn, dyn>, reference> b = a + 1.f;
     REQUIRE(b(299, 69) == 1.f);
+    // The values the forward pass keeps and the adjoints of the backward pass too.
+    Variable<float, Shape<70, 50>, reference> w(fill<float, Shape<70, 50>, reference>(0.01f));
+    auto [loss, gw] = value_and_grad(reduce_sum(square(tanh(matmul(b, w)))), w);
+    REQUIRE(loss > 0.f);
+    REQUIRE(gw(0, 0) != 0.f);
   }
   REQUIRE(detail::block_cache::instance().system_allocations() == before);
 }
