@@ -37,6 +37,11 @@ struct stored<E> { using type = const std::remove_cvref_t<E>&; };
 template <class E> using stored_t = typename stored<E>::type;
 
 /// @brief Operands of arithmetic with a tensor: expressions and C++ numbers.
+/// @brief The number a rank-0 tensor or expression holds, evaluated now: TensorFlow's
+/// `float(t)` or `t.numpy()` of a scalar. Every expression of rank 0 also converts to its dtype
+/// (`float acc = reduce_mean(x);`, `float(t)`) and has `.item()`, both through this function.
+template <Expression E> requires(shape_t<E>::rank == 0) value_t<E> item(const E& e);
+
 template <class T> concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>>;
 
 }  // namespace ctflow

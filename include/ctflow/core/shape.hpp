@@ -63,14 +63,14 @@ constexpr int normalize_axis(int axis, int rank) {
   return (a >= 0 && a < rank) ? a : -1;
 }
 
-// ---- formatting: "[4,5]" at compile time and at run time, "?" for dyn -------------------------
+// ---- formatting: "[4,5]" at compile time and at run time, "None" for dyn, as TensorFlow prints it
 
 namespace detail {
 
 template <class S> struct shape_string;
 template <std::size_t... E> struct shape_string<Shape<E...>> {
   template <std::size_t V> static constexpr auto one() {
-    if constexpr (V == dyn) return fixed_string("?");
+    if constexpr (V == dyn) return fixed_string("None");
     else return number_string<V>();
   }
   static constexpr auto join() {
@@ -97,7 +97,7 @@ template <class Dims> std::string format_dims(const Dims& d) {
   bool first = true;
   for (const auto e : d) {
     if (!first) s += ',';
-    s += std::size_t(e) == dyn ? std::string("?") : std::to_string(e);
+    s += std::size_t(e) == dyn ? std::string("None") : std::to_string(e);
     first = false;
   }
   return s + "]";

@@ -167,6 +167,9 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   const T& at(I... i) const { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
 
  private:
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+  operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   static dims_t<std::size_t(rank)> initial_dims() {
     dims_t<std::size_t(rank)> d{};
     for (int i = 0; i < rank; ++i) d[std::size_t(i)] = S::extents[std::size_t(i)] == dyn ? 0 : S::extents[std::size_t(i)];
@@ -269,6 +272,9 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
 
  private:
   T* p_;
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+  operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   dims_t<std::size_t(rank)> dims_;
   std::array<std::ptrdiff_t, std::size_t(rank)> strides_;
 };
@@ -296,6 +302,12 @@ template <class To, Expression E> auto to(const E& e) {
 /// @brief Prints like TensorFlow's str(tensor), summarised past 1000 elements.
 template <class T, class S, class D> std::ostream& operator<<(std::ostream& os, const Tensor<T, S, D>& t) {
   return os << detail::tensor_string(t.data(), t.dims());
+/// @brief The number a rank-0 expression holds (declared in core/concepts.hpp).
+template <Expression E> requires(shape_t<E>::rank == 0) value_t<E> item(const E& e) {
+  if constexpr (is_leaf_v<E> && host_device_v<device_t<E>>) return *e.data();
+  else return *to<cpu>(e).data();
+}
+
 }
 
 }  // namespace ctflow

@@ -11,6 +11,7 @@
 /// Errors name the file, the line and the column.
 
 #include <charconv>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -196,9 +197,11 @@ auto CsvDataset(std::vector<std::string> filenames, std::tuple<std::optional<T>.
   (void)ctflow::detail::parse_compression("ctflow::data::CsvDataset", options.compression_type);
   return Dataset(detail::csv_source<T...>{std::move(filenames), std::move(record_defaults), std::move(options)});
 }
-template <class... T>
-auto CsvDataset(const std::string& filename, std::tuple<std::optional<T>...> record_defaults, csv_options options = {}) {
-  return CsvDataset<T...>(std::vector<std::string>{filename}, std::move(record_defaults), std::move(options));
+/// @brief CsvDataset over one file. A braced list of names, `CsvDataset<T...>({"a.csv"}, ...)`,
+/// takes the overload above: this one deduces the name's type, which a braced list cannot give.
+template <class... T, class File> requires std::constructible_from<std::string, const File&>
+auto CsvDataset(const File& filename, std::tuple<std::optional<T>...> record_defaults, csv_options options = {}) {
+  return CsvDataset<T...>(std::vector<std::string>{std::string(filename)}, std::move(record_defaults), std::move(options));
 }
 
 }  // namespace ctflow::data

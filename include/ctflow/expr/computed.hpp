@@ -32,6 +32,9 @@ template <class K, class... Ops> struct Computed {
   K k;
   std::tuple<stored_t<Ops>...> ops;
   dims_t<shape_type::rank> dims() const { return k.out_dims; }
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+  operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
 };
 
 template <class E> struct is_computed : std::false_type {};

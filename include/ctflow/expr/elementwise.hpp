@@ -17,6 +17,9 @@ template <class T> struct Scalar {
   using device_type = any_device;
   compute_t<T> value;
   constexpr dims_t<0> dims() const { return {}; }
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  T item() const { return T(value); }
+  operator T() const { return T(value); }
 };
 
 /// F applied to each element of E; F::result<In> names the output dtype.
@@ -28,6 +31,9 @@ template <class F, class E> struct Unary {
   F f;
   stored_t<E> e;
   auto dims() const { return e.dims(); }
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+  operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
 };
 
 /// F applied to pairs of elements of L and R broadcast against each other.
@@ -43,6 +49,9 @@ template <class F, class L, class R> struct Binary {
     if constexpr (shape_type::is_static) return shape_type::extents;
     else return broadcast_dims(F::name, l.dims(), r.dims());
   }
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+  operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
 };
 
 /// where(c, a, b): a where c holds, b elsewhere; all three broadcast together.
@@ -58,6 +67,9 @@ template <class C, class A, class B> struct Select {
     if constexpr (shape_type::is_static) return shape_type::extents;
     else return broadcast_dims("ctflow::where", c.dims(), broadcast_dims("ctflow::where", a.dims(), b.dims()));
   }
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+  operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
 };
 
 template <class E> struct is_elementwise : std::false_type {};

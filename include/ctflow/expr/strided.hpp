@@ -28,6 +28,9 @@ template <class E, class S, class M> struct Strided {
   M m;
   stored_t<E> e;
   dims_t<S::rank> dims() const { return m.out_dims; }
+  /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
+  value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+  operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
 };
 
 }  // namespace ctflow::expr

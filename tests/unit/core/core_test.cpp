@@ -28,7 +28,38 @@ TEST_CASE("dyn extents are given at construction and checked against static ones
   Tensor<float, Shape<dyn, 3>> x({5, 3});
   REQUIRE(x.dims() == dims_t<2>{5, 3});
   REQUIRE_THROWS_AS((Tensor<float, Shape<dyn, 3>>({5, 4})), shape_error);
-  REQUIRE_THROWS_WITH((Tensor<float, Shape<dyn, 3>>({5, 4})), "ctflow::Tensor: shapes differ: [?,3] x [5,4]");
+  REQUIRE_THROWS_WITH((Tensor<float, Shape<dyn, 3>>({5, 4})), "ctflow::Tensor: shapes differ: [None,3] x [5,4]");
+}
+
+template <class T> concept has_item = requires(const T& t) { t.item(); };
+
+TEST_CASE("a rank-0 tensor or expression gives its number: float(t), t.item(), or an initialisation") {
+  Tensor<float, Shape<2, 3>> x;
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = float(i);
+  const float mean = reduce_mean(x);  // an expression of rank 0, evaluated here
+  REQUIRE(mean == 2.5f);
+  REQUIRE(float(reduce_max(x)) == 5.f);
+  REQUIRE(reduce_sum(x * x).item() == 55.f);
+  const Tensor<float, Shape<>> s = reduce_sum(x);
+  REQUIRE(s.item() == 15.f);
+  REQUIRE(static_cast<double>(s) == 15.0);
+  const double acc = reduce_mean(cast<double>(equal(x, reverse<1>(x))));  // elements 1 and 4
+  REQUIRE(acc == 2.0 / 6.0);
+  Tensor<std::int32_t, Shape<dyn>> v({4});
+  v(2) = 7;
+  REQUIRE(reduce_max(v).item() == 7);
+  REQUIRE(TensorView<const std::int32_t, Shape<>>(v.data() + 2).item() == 7);
+  Variable<float, Shape<>> w(Tensor<float, Shape<>>(s * 2.f), "w");
+  REQUIRE(float(w) == 30.f);
+  REQUIRE(to<reference>(s * 3.f).item() == 45.f);
+  REQUIRE(reduce_sum(to<reference>(x)).item() == 15.f);
+  REQUIRE(squeeze<0>(reshape<Shape<1>>(s)).item() == 15.f);  // a view of rank 0
+  static_assert(!std::is_convertible_v<Tensor<float, Shape<2, 3>>, float>, "only rank 0 converts");
+  static_assert(has_item<Tensor<float, Shape<>>> && !has_item<Tensor<float, Shape<3>>>, "only rank 0 has item()");
+  // A rank-0 tensor still broadcasts lazily in expressions: it is not read as a number there.
+  auto e = x * s;
+  static_assert(!Number<Tensor<float, Shape<>>>);
+  REQUIRE(Tensor<float, Shape<2, 3>>(e)(1, 2) == 75.f);
 }
 
 TEST_CASE("at() checks indices") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <filesystem>
 
 #include <jpeglib.h>
 #include <fstream>
@@ -227,6 +228,23 @@ TEST_CASE("CsvDataset: types, defaults, quotes, select_cols, na_value, GZIP, and
     total += a.data()[0] * b.data()[0];
   REQUIRE(total == 14.0);
   REQUIRE_THROWS_AS(data::CsvDataset<double>(path, {0.0}, {.select_cols = {2, 1}}), value_error);
+}
+
+TEST_CASE("CsvDataset takes one file name in any string form, or a braced list of names") {
+  spit(temp_path("f.csv"), "1,2\n3,4\n");
+  spit(temp_path("g.csv"), "5,6\n");
+  auto sum = [](auto&& ds) {
+    double s = 0;
+    for (const auto& [a, b] : ds) s += 10 * a.item() + b.item();
+    return s;
+  };
+  const std::string f = temp_path("f.csv"), g = temp_path("g.csv");
+  REQUIRE(sum(data::CsvDataset<double, double>({f}, {0.0, 0.0})) == 12 + 34);
+  REQUIRE(sum(data::CsvDataset<double, double>({f, g}, {0.0, 0.0})) == 12 + 34 + 56);
+  REQUIRE(sum(data::CsvDataset<double, double>(f.c_str(), {0.0, 0.0})) == 12 + 34);
+  REQUIRE(sum(data::CsvDataset<double, double>(std::string_view(g), {0.0, 0.0})) == 56);
+  REQUIRE(sum(data::CsvDataset<double, double>(std::filesystem::path(g), {0.0, 0.0})) == 56);
+  REQUIRE(sum(data::CsvDataset<double, double>(std::vector<std::string>{g, g}, {0.0, 0.0})) == 112);
 }
 
 TEST_CASE("IDX files and the Fashion-MNIST loader") {
