@@ -55,7 +55,7 @@ struct Model {
   template <class X> auto logits(const X& images) const {
     auto h1 = nn::max_pool2d<2, 2>(relu(nn::conv2d<nn::VALID>(images, k1) + b1));   // [n, 13, 13, 32]
     auto h2 = nn::max_pool2d<2, 2>(relu(nn::conv2d<nn::VALID>(h1, k2) + b2));       // [n, 5, 5, 64]
-    auto flat_h2 = reshape<Shape<shape_t<X>::extents[0], flat>>(h2);
+    auto flat_h2 = reshape<Shape<dyn, flat>>(h2);  // tf.reshape(h2, [-1, flat]): a static batch stays static
     return matmul(relu(matmul(flat_h2, w3) + b3), w4) + b4;
   }
 };

@@ -1,4 +1,4 @@
-// expect: ctflow::add: operands on different devices: cpu x reference
+// expect: ctflow::add: operands on different devices: cpu x reference; copy one with ctflow::to<Device>
 // Compile-fail test: built once as is (must compile) and once with CTFLOW_SHOULD_FAIL_TO_BUILD
 // (must fail with the message above).
 #include <ctflow/ctflow.hpp>

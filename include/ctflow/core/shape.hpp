@@ -3,39 +3,57 @@
 /// (TensorFlow's None), and the compile-time shape algebra ops use (broadcasting, formatting).
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <ctflow/core/errors.hpp>
 
 namespace ctflow {
 
+/// @brief The type of Shape's template arguments. It is signed so that a `dyn` extent shows as
+/// -1 in what the compiler prints of a type (`Shape<-1, 784>`), not as 18446744073709551615.
+using extent_t = std::ptrdiff_t;
+
+/// @brief The type of `dyn`: -1 as a Shape argument (extent_t), the largest std::size_t among
+/// run-time extents (dims_t), and equal to either.
+struct dyn_t {
+  constexpr operator extent_t() const { return -1; }
+  constexpr operator std::size_t() const { return static_cast<std::size_t>(-1); }
+  template <std::integral I> friend constexpr bool operator==(I v, dyn_t) {
+    if constexpr (std::is_signed_v<I>) return v == -1;
+    else return std::size_t(v) == static_cast<std::size_t>(-1);
+  }
+};
+
 /// @brief An extent known only at run time (TensorFlow's None).
-inline constexpr std::size_t dyn = static_cast<std::size_t>(-1);
+inline constexpr dyn_t dyn{};
 /// @brief The largest rank an expression may have.
 inline constexpr int max_rank = 8;
 
 template <std::size_t R> using dims_t = std::array<std::size_t, R>;
 
 /// @brief A tensor shape: its extents as template arguments, each a number or `dyn`.
-template <std::size_t... E> struct Shape {
+template <extent_t... E> struct Shape {
   static constexpr int rank = int(sizeof...(E));
   static_assert(rank <= max_rank, "ctflow::Shape: rank above ctflow::max_rank");
-  static constexpr dims_t<sizeof...(E)> extents{E...};
+  static_assert(((E >= 0 || E == dyn) && ...), "ctflow::Shape: an extent is a number or dyn");
+  static constexpr dims_t<sizeof...(E)> extents{std::size_t(E)...};
   static constexpr bool is_static = ((E != dyn) && ...);
-  static constexpr std::size_t static_size = is_static ? (std::size_t(1) * ... * E) : dyn;
+  static constexpr std::size_t static_size = is_static ? (std::size_t(1) * ... * std::size_t(E)) : std::size_t(dyn);
 };
 
 template <class S> struct is_shape : std::false_type {};
-template <std::size_t... E> struct is_shape<Shape<E...>> : std::true_type {};
+template <extent_t... E> struct is_shape<Shape<E...>> : std::true_type {};
 template <class S> concept ShapeType = is_shape<S>::value;
 
 namespace detail {
 
 template <auto A, class = std::make_index_sequence<A.size()>> struct shape_from_array;
 template <auto A, std::size_t... I> struct shape_from_array<A, std::index_sequence<I...>> {
-  using type = Shape<A[I]...>;
+  using type = Shape<extent_t(A[I])...>;
 };
 
 }  // namespace detail
@@ -68,10 +86,10 @@ constexpr int normalize_axis(int axis, int rank) {
 namespace detail {
 
 template <class S> struct shape_string;
-template <std::size_t... E> struct shape_string<Shape<E...>> {
-  template <std::size_t V> static constexpr auto one() {
+template <extent_t... E> struct shape_string<Shape<E...>> {
+  template <extent_t V> static constexpr auto one() {
     if constexpr (V == dyn) return fixed_string("None");
-    else return number_string<V>();
+    else return number_string<std::size_t(V)>();
   }
   static constexpr auto join() {
     if constexpr (sizeof...(E) == 0) return fixed_string("[]");

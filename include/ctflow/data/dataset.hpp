@@ -58,7 +58,7 @@ inline int autotune_threads(int n) {
 
 /// Rows of one tensor, or tuples of rows of several: the tensors are shared, never copied.
 template <class X> struct row;
-template <class V, std::size_t E0, std::size_t... X, class D> struct row<Tensor<V, Shape<E0, X...>, D>> {
+template <class V, extent_t E0, extent_t... X, class D> struct row<Tensor<V, Shape<E0, X...>, D>> {
   using type = Tensor<V, Shape<X...>, D>;
 };
 
@@ -400,7 +400,7 @@ template <class Up, std::size_t N> struct batch_stage {
       for (std::size_t i = 0; i < got; ++i) dst[i] = part(i);
     }
 
-    template <class T, std::size_t... X, class Part> void fill(Tensor<T, Shape<X...>>& dst, std::size_t got, const Part& part) {
+    template <class T, extent_t... X, class Part> void fill(Tensor<T, Shape<X...>>& dst, std::size_t got, const Part& part) {
       constexpr std::size_t R = sizeof...(X) - 1;
       const auto& first = part(0);
       dims_t<R> inner = first.dims();

@@ -74,8 +74,8 @@ template <class R> bool truth(const R& r) {
 // ---- batching: the element type with a leading extent, and the copies that fill it ------------
 
 template <class E, std::size_t N> struct batched;
-template <class T, std::size_t... X, std::size_t N> struct batched<Tensor<T, Shape<X...>>, N> {
-  using type = Tensor<T, Shape<N, X...>>;
+template <class T, extent_t... X, std::size_t N> struct batched<Tensor<T, Shape<X...>>, N> {
+  using type = Tensor<T, Shape<extent_t(N), X...>>;
 };
 template <std::size_t N> struct batched<std::string, N> { using type = std::vector<std::string>; };
 template <class... C, std::size_t N> struct batched<std::tuple<C...>, N> {

@@ -154,7 +154,7 @@ template <class T> constexpr int kind_of() {
 /// What a feature of dtype T holds: rank-0 string → std::string, other strings → a vector of
 /// them, numbers → a Tensor.
 template <class T, class S> struct feature_value { using type = Tensor<T, S>; };
-template <std::size_t... X> struct feature_value<std::string, Shape<X...>> { using type = std::vector<std::string>; };
+template <extent_t... X> struct feature_value<std::string, Shape<X...>> { using type = std::vector<std::string>; };
 template <> struct feature_value<std::string, Shape<>> { using type = std::string; };
 
 inline const char* kind_name(int k) { return k == 1 ? "string" : k == 2 ? "float" : k == 3 ? "int64" : "none"; }
@@ -290,7 +290,7 @@ namespace detail {
 
 template <class Spec> struct batch_value;
 template <class T, class S> struct batch_value<FixedLenFeature<T, S>> {
-  template <std::size_t... X> static auto stacked(Shape<X...>) -> typename feature_value<T, Shape<dyn, X...>>::type;
+  template <extent_t... X> static auto stacked(Shape<X...>) -> typename feature_value<T, Shape<dyn, X...>>::type;
   using type = std::conditional_t<FixedLenFeature<T, S>::kind == 1, std::vector<typename FixedLenFeature<T, S>::value_type>,
                                   decltype(stacked(S{}))>;
   static type stack(std::vector<typename FixedLenFeature<T, S>::value_type>&& parts) {

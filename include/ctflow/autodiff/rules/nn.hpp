@@ -135,7 +135,7 @@ struct rule<expr::Computed<nn::detail::batch_norm_op<T, SX>, X, S, O>> {
       return adjoint_node<nn::detail::batch_norm_scale_grad_op<T, SX, shape_t<S>>, 1>(n, operand<0>(n), G(g));
     } else {
       // The offset's adjoint: the sum of g over every axis but the channels.
-      using SG = Shape<dyn, shape_t<O>::extents[0]>;
+      using SG = Shape<dyn, extent_t(shape_t<O>::extents[0])>;
       return reduce_sum<0>(reshape<SG>(G(g), dims_t<2>{n.k.g.rows, n.k.g.c}));
     }
   }

@@ -221,7 +221,7 @@ auto conv2d_transpose(X&& input, F&& filters, output_size_t<OH, OW> = {}) {
     constexpr std::size_t H = OH ? OH : detail::transposed_extent(SX::extents[1], SF::extents[0], SH, DH, Pad, 0);
     constexpr std::size_t W = OW ? OW : detail::transposed_extent(SX::extents[2], SF::extents[1], SW, DW, Pad, 1);
     // The image this is the input adjoint of: [n, H, W, oc].
-    using SY = Shape<SX::extents[0], H, W, SF::extents[2]>;
+    using SY = Shape<extent_t(SX::extents[0]), extent_t(H), extent_t(W), extent_t(SF::extents[2])>;
     constexpr bool fits = H == dyn || SX::extents[1] == dyn || SF::extents[0] == dyn ||
                           detail::static_spatial(H, SF::extents[0], SH, DH, Pad, 0) == SX::extents[1];
     constexpr bool fits_w = W == dyn || SX::extents[2] == dyn || SF::extents[1] == dyn ||
