@@ -136,10 +136,11 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
     return *this;
   }
 
-  template <Expression E> Tensor& operator+=(const E& e) { return *this = *this + e; }
-  template <Expression E> Tensor& operator-=(const E& e) { return *this = *this - e; }
-  template <Expression E> Tensor& operator*=(const E& e) { return *this = *this * e; }
-  template <Expression E> Tensor& operator/=(const E& e) { return *this = *this / e; }
+  /// @brief In-place arithmetic with an expression or a number (`x += 1.f`), in one fused loop.
+  template <class E> requires(Expression<E> || Number<E>) Tensor& operator+=(const E& e) { return *this = *this + e; }
+  template <class E> requires(Expression<E> || Number<E>) Tensor& operator-=(const E& e) { return *this = *this - e; }
+  template <class E> requires(Expression<E> || Number<E>) Tensor& operator*=(const E& e) { return *this = *this * e; }
+  template <class E> requires(Expression<E> || Number<E>) Tensor& operator/=(const E& e) { return *this = *this / e; }
 
   T* data() { return buf_.data(); }
   const T* data() const { return buf_.data(); }

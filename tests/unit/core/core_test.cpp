@@ -139,6 +139,15 @@ TEST_CASE("variables carry a name and update in place") {
   REQUIRE(w(0) == 0.5f);
   w.assign_add(fill<float, Shape<2>>(1.f));
   REQUIRE(w(1) == 1.5f);
+  w.assign_add(0.25f);  // a number, as tf.Variable.assign_add(0.25)
+  w.assign_sub(1);
+  REQUIRE(w(0) == 0.75f);
+  Tensor<float, Shape<2>> x = w * 4.f;
+  x += 1.f;
+  x *= 2;
+  x -= 0.5;
+  x /= 4.f;
+  REQUIRE(x(1) == 1.875f);  // ((0.75 * 4 + 1) * 2 - 0.5) / 4
 }
 
 TEST_CASE("printing follows TensorFlow's str()") {
