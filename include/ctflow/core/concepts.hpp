@@ -20,6 +20,7 @@ template <class E> concept Expression = requires(const std::remove_cvref_t<E>& e
   e.dims();
 };
 
+/// @brief An expression's dtype, static shape, device and rank (`value_t<decltype(e)>`).
 template <Expression E> using value_t = typename std::remove_cvref_t<E>::value_type;
 template <Expression E> using shape_t = typename std::remove_cvref_t<E>::shape_type;
 template <Expression E> using device_t = typename std::remove_cvref_t<E>::device_type;
@@ -36,12 +37,12 @@ template <class E> requires(is_leaf_v<E> && std::is_lvalue_reference_v<E> && !st
 struct stored<E> { using type = const std::remove_cvref_t<E>&; };
 template <class E> using stored_t = typename stored<E>::type;
 
-/// @brief Operands of arithmetic with a tensor: expressions and C++ numbers.
 /// @brief The number a rank-0 tensor or expression holds, evaluated now: TensorFlow's
 /// `float(t)` or `t.numpy()` of a scalar. Every expression of rank 0 also converts to its dtype
 /// (`float acc = reduce_mean(x);`, `float(t)`) and has `.item()`, both through this function.
 template <Expression E> requires(shape_t<E>::rank == 0) value_t<E> item(const E& e);
 
+/// @brief Operands of arithmetic with a tensor: expressions and C++ numbers.
 template <class T> concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>>;
 
 }  // namespace ctflow

@@ -84,11 +84,13 @@ CTFLOW_DTYPE(bfloat16, "bfloat16", "BF16");
 CTFLOW_DTYPE(float16, "float16", "F16");
 #undef CTFLOW_DTYPE
 
+/// @brief Whether T is a ctflow dtype (one of the types dtype_info names).
 template <class T> inline constexpr bool is_dtype_v = requires { dtype_info<T>::name; };
 
 /// @brief A type ctflow stores in tensors.
 template <class T> concept DType = is_dtype_v<T>;
 
+/// @brief Floating dtypes (float, double, bfloat16, float16) and integer dtypes (bool excluded).
 template <class T> inline constexpr bool is_floating_v =
     std::is_floating_point_v<T> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
 template <class T> inline constexpr bool is_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;

@@ -3,7 +3,7 @@
 /// @brief The math element-wise functors are written in, once for every device.
 ///
 /// `math::exp(x)`, `math::max(a, b)`, `math::select(c, a, b)`, ... For numbers they are
-/// <cmath>'s; a device lowers them for the values its loops carry by specialising
+/// those of `<cmath>`; a device lowers them for the values its loops carry by specialising
 /// `math::lowering<X>` (the CPU for xsimd batches: backend/cpu/math.hpp). A functor names no
 /// backend, so the same functor runs in the CPU's SIMD loops, the reference device's scalar
 /// loops, and later as generated device source.

@@ -33,6 +33,7 @@ inline constexpr dyn_t dyn{};
 /// @brief The largest rank an expression may have.
 inline constexpr int max_rank = 8;
 
+/// @brief Run-time extents of a rank-R tensor (what `dims()` and `shape()` return).
 template <std::size_t R> using dims_t = std::array<std::size_t, R>;
 
 /// @brief A tensor shape: its extents as template arguments, each a number or `dyn`.
@@ -45,6 +46,7 @@ template <extent_t... E> struct Shape {
   static constexpr std::size_t static_size = is_static ? (std::size_t(1) * ... * std::size_t(E)) : std::size_t(dyn);
 };
 
+/// @brief Whether S is a Shape<...> (the concept ShapeType).
 template <class S> struct is_shape : std::false_type {};
 template <extent_t... E> struct is_shape<Shape<E...>> : std::true_type {};
 template <class S> concept ShapeType = is_shape<S>::value;
@@ -69,13 +71,14 @@ template <std::size_t R> constexpr std::array<std::ptrdiff_t, R> row_major_strid
   return s;
 }
 
+/// @brief The number of elements of the given extents.
 template <std::size_t R> constexpr std::size_t product(const dims_t<R>& d) {
   std::size_t p = 1;
   for (auto e : d) p *= e;
   return p;
 }
 
-/// Normalises a possibly negative axis (TensorFlow's -1 = last); out of range gives -1.
+/// @brief Normalises a possibly negative axis (TensorFlow's -1 = last); out of range gives -1.
 constexpr int normalize_axis(int axis, int rank) {
   const int a = axis < 0 ? axis + rank : axis;
   return (a >= 0 && a < rank) ? a : -1;
@@ -105,11 +108,11 @@ template <extent_t... E> struct shape_string<Shape<E...>> {
 
 }  // namespace detail
 
-/// @brief "[4,5]" for Shape<4,5>, "[?,3]" for Shape<dyn,3>, as a compile-time string.
+/// @brief "[4,5]" for Shape<4,5>, "[None,3]" for Shape<dyn,3>, as a compile-time string.
 template <class S> inline constexpr auto shape_string_v = detail::shape_string<S>::value;
 
 /// @brief "[4,5]" for run-time extents (a dims_t, or any sequence of them: a vector, a span),
-/// "?" for dyn.
+/// "None" for dyn.
 template <class Dims> std::string format_dims(const Dims& d) {
   std::string s = "[";
   bool first = true;
@@ -159,6 +162,7 @@ template <class A, class B> struct broadcast_shapes {
 
 }  // namespace detail
 
+/// @brief The static shape of A and B broadcast together, and whether they can be.
 template <class A, class B> using broadcast_shape_t = typename detail::broadcast_shapes<A, B>::type;
 template <class A, class B> inline constexpr bool broadcastable_v = detail::broadcast_shapes<A, B>::compatible;
 

@@ -142,12 +142,14 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   template <class E> requires(Expression<E> || Number<E>) Tensor& operator*=(const E& e) { return *this = *this * e; }
   template <class E> requires(Expression<E> || Number<E>) Tensor& operator/=(const E& e) { return *this = *this / e; }
 
+  /// @brief The elements (contiguous, row-major), their number, and the extents.
   T* data() { return buf_.data(); }
   const T* data() const { return buf_.data(); }
   std::size_t size() const { return buf_.size(); }
   const dims_t<std::size_t(rank)>& dims() const { return dims_; }
   /// @brief The extents, as TensorFlow's `shape`.
   const dims_t<std::size_t(rank)>& shape() const { return dims_; }
+  /// @brief Element strides (row-major); the elements as an iterator range and as a span.
   std::array<std::ptrdiff_t, std::size_t(rank)> strides() const { return row_major_strides(dims_); }
   T* begin() { return data(); }
   T* end() { return data() + size(); }
@@ -166,11 +168,11 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   T& at(I... i) { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
   const T& at(I... i) const { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
-
- private:
   /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
   value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+
+ private:
   static dims_t<std::size_t(rank)> initial_dims() {
     dims_t<std::size_t(rank)> d{};
     for (int i = 0; i < rank; ++i) d[std::size_t(i)] = S::extents[std::size_t(i)] == dyn ? 0 : S::extents[std::size_t(i)];
@@ -258,6 +260,7 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
     return *this;
   }
 
+  /// @brief The viewed memory, the number of elements, the extents and the element strides.
   T* data() const { return p_; }
   std::size_t size() const { return product(dims_); }
   const dims_t<std::size_t(rank)>& dims() const { return dims_; }
@@ -270,12 +273,12 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
     ((o += std::ptrdiff_t(i) * strides_[std::size_t(k++)]), ...);
     return p_[o];
   }
-
- private:
-  T* p_;
   /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
   value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
+
+ private:
+  T* p_;
   dims_t<std::size_t(rank)> dims_;
   std::array<std::ptrdiff_t, std::size_t(rank)> strides_;
 };
@@ -300,15 +303,15 @@ template <class To, Expression E> auto to(const E& e) {
   }
 }
 
-/// @brief Prints like TensorFlow's str(tensor), summarised past 1000 elements.
-template <class T, class S, class D> std::ostream& operator<<(std::ostream& os, const Tensor<T, S, D>& t) {
-  return os << detail::tensor_string(t.data(), t.dims());
 /// @brief The number a rank-0 expression holds (declared in core/concepts.hpp).
 template <Expression E> requires(shape_t<E>::rank == 0) value_t<E> item(const E& e) {
   if constexpr (is_leaf_v<E> && host_device_v<device_t<E>>) return *e.data();
   else return *to<cpu>(e).data();
 }
 
+/// @brief Prints like TensorFlow's str(tensor), summarised past 1000 elements.
+template <class T, class S, class D> std::ostream& operator<<(std::ostream& os, const Tensor<T, S, D>& t) {
+  return os << detail::tensor_string(t.data(), t.dims());
 }
 
 }  // namespace ctflow

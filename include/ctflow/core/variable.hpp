@@ -22,6 +22,7 @@ template <DType T, ShapeType S, class D = cpu> class Variable : public Tensor<T,
   template <class E> requires(Expression<E> || Number<E>) Variable& assign_add(const E& e) { base::operator+=(e); return *this; }
   template <class E> requires(Expression<E> || Number<E>) Variable& assign_sub(const E& e) { base::operator-=(e); return *this; }
 
+  /// @brief tf.Variable.name and trainable (checkpoints and messages use the name).
   const std::string& name() const { return name_; }
   bool trainable() const { return trainable_; }
 

@@ -675,6 +675,7 @@ template <class Src> class Dataset {
   using source_type = Src;
 
   explicit Dataset(Src s) : src_(std::move(s)) {}
+  /// @brief The last stage of the pipeline (what zip and concatenate combine).
   const Src& source() const { return src_; }
 
   /// @brief The number of elements, or infinite_cardinality / unknown_cardinality.
@@ -757,6 +758,7 @@ template <class Src> class Dataset {
     };
     std::shared_ptr<state> s_;
   };
+  /// @brief Starts a pass (`for (auto& e : ds)`); end() is its sentinel.
   iterator begin() const { return iterator(src_.iter()); }
   std::default_sentinel_t end() const { return {}; }
 

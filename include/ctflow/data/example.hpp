@@ -43,6 +43,7 @@ inline Feature float_list(std::vector<float> v) { return {Feature::kind::float_l
 inline Feature int64_list(std::vector<std::int64_t> v) { return {Feature::kind::int64_list, {}, {}, std::move(v)}; }
 /// @brief tf.train.Feature(bytes_list=...).
 inline Feature bytes_list(std::vector<std::string> v) { return {Feature::kind::bytes_list, std::move(v), {}, {}}; }
+/// @brief float_list and int64_list of a tensor's elements, in row-major order.
 template <class T, class S> Feature float_list(const Tensor<T, S>& t) { return float_list(std::vector<float>(t.begin(), t.end())); }
 template <class T, class S> Feature int64_list(const Tensor<T, S>& t) {
   static_assert(std::is_integral_v<T>, "ctflow::io::int64_list: the tensor must hold integers");
@@ -56,6 +57,7 @@ struct Example {
   Example() = default;
   Example(std::initializer_list<std::pair<const std::string, Feature>> f) : features(f) {}
 
+  /// @brief The Example in protobuf wire format, as Python's `SerializeToString()`.
   std::string SerializeToString() const {
     std::string out;
     ctflow::detail::pb::writer w{out};
@@ -79,6 +81,7 @@ struct Example {
     });
     return out;
   }
+  /// @brief Parses serialized bytes (io_error when malformed); Python's `Example.FromString`.
   static Example ParseFromString(std::string_view bytes);
 };
 
@@ -207,6 +210,8 @@ template <class T, ShapeType S = Shape<>> struct FixedLenFeature {
     std::fill(default_value->begin(), default_value->end(), d);
   }
 
+  /// @brief This feature's value from its serialized Feature message (what parse_single_example
+  /// calls; present false: the key is absent).
   value_type parse(std::string_view feature, bool present) const {
     if (!present) {
       if (!default_value)
@@ -250,6 +255,8 @@ template <class T> struct VarLenFeature {
   std::string key;
   explicit VarLenFeature(std::string k) : key(std::move(k)) {}
 
+  /// @brief This feature's values from its serialized Feature message (what parse_single_example
+  /// calls; present false: none).
   value_type parse(std::string_view feature, bool present) const {
     const auto list = present ? detail::typed_list(key, feature, kind) : std::string_view{};
     std::size_t n = 0;

@@ -45,11 +45,14 @@ class TFRecordWriter {
   TFRecordWriter(const TFRecordWriter&) = delete;
   TFRecordWriter& operator=(const TFRecordWriter&) = delete;
 
+  /// @brief Appends one record (tf.io.TFRecordWriter.write); value_error after close.
   void write(std::string_view record) {
     if (closed_) throw value_error("ctflow::io::TFRecordWriter: write after close");
     detail::write_record([&](const void* p, std::size_t n) { out_.write(p, n); }, record);
   }
+  /// @brief Pushes buffered bytes to the temporary file (the file appears only on close).
   void flush() { out_.flush(); }
+  /// @brief Completes the file: fsync'ed and renamed into place. Later writes are errors.
   void close() {
     if (closed_) return;
     closed_ = true;

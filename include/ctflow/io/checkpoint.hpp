@@ -506,6 +506,7 @@ class CheckpointManager {
   }
   /// @brief The kept checkpoints, oldest first.
   const std::vector<std::string>& checkpoints() const { return checkpoints_; }
+  /// @brief The directory the checkpoints and the index are in.
   const std::string& directory() const { return dir_; }
 
   /// @brief Restores the latest checkpoint if there is one; returns its path.

@@ -184,6 +184,7 @@ class File {
     for (const auto& [name, info] : index_) k.push_back(name);
     return k;
   }
+  /// @brief Whether the file holds tensor key, and its entry (io_error when it does not).
   bool contains(const std::string& key) const { return index_.count(key) != 0; }
   const TensorInfo& info(const std::string& key) const {
     const auto it = index_.find(key);
@@ -197,6 +198,7 @@ class File {
     const TensorInfo& i = info(key);
     return bytes_.subspan(std::size_t(data_ + i.begin), std::size_t(i.end - i.begin));
   }
+  /// @brief The file's path (or the name given with the bytes), as messages show it.
   const std::string& name() const { return name_; }
 
   /// @brief Checks that tensor key can be read as dtype T with rank R and the given static extents

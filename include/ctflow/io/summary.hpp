@@ -258,6 +258,8 @@ class SummaryWriter {
    private:
     SummaryWriter* previous_;
   };
+  /// @brief tf's `with writer.as_default():`: keep the returned scope alive while the free
+  /// functions should write here.
   [[nodiscard]] default_scope as_default() { return default_scope(this); }
 
  private:

@@ -503,8 +503,8 @@ template <class T, class SIn, class S, bool Tile> struct index_map_op {
 
 }  // namespace ops
 
-/// @brief tf.pad in CONSTANT mode: paddings[i] = {before, after} per axis (the extents grow at
-/// run time, so padded axes are `dyn` unless given statically with pad<Shape<...>>).
+/// @brief tf.pad in CONSTANT mode: paddings[i] = {before, after} per axis. The paddings are
+/// run-time values, so every axis of the result is `dyn`.
 template <Expression E>
 auto pad(E&& e, const std::array<std::array<std::size_t, 2>, std::size_t(shape_t<E>::rank)>& paddings, value_t<E> constant = {}) {
   using S = shape_t<E>;

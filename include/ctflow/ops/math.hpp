@@ -265,6 +265,9 @@ CTFLOW_BINARY_BUILDER(logical_or)
 
 #undef CTFLOW_BINARY_BUILDER
 
+/// @brief The operators of tf.Tensor: `+ - * /` are add, subtract, multiply and divide; `< <= > >=`
+/// are less, less_equal, greater and greater_equal (bool results); unary `-` is negative.
+/// `==` and `!=` are not overloaded: use equal and not_equal.
 template <class L, class R> requires BinaryOperands<L, R> auto operator+(L&& l, R&& r) { return add(std::forward<L>(l), std::forward<R>(r)); }
 template <class L, class R> requires BinaryOperands<L, R> auto operator-(L&& l, R&& r) { return subtract(std::forward<L>(l), std::forward<R>(r)); }
 template <class L, class R> requires BinaryOperands<L, R> auto operator*(L&& l, R&& r) { return multiply(std::forward<L>(l), std::forward<R>(r)); }

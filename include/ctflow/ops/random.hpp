@@ -33,7 +33,8 @@ template <DType T, class D = cpu> Tensor<T, Shape<dyn>, D> range(T limit) { retu
 
 namespace random {
 
-/// Philox-4x32-10 (Salmon et al., 2011): block i of a seed is four independent 32-bit words.
+/// @brief Philox-4x32-10 (Salmon et al., 2011), the counter-based generator behind every seeded
+/// op: block `counter` of stream `seed` is four independent 32-bit words.
 inline std::array<std::uint32_t, 4> philox(std::uint64_t seed, std::uint64_t counter) {
   std::uint32_t c0 = std::uint32_t(counter), c1 = std::uint32_t(counter >> 32), c2 = 0, c3 = 0;
   std::uint32_t k0 = std::uint32_t(seed), k1 = std::uint32_t(seed >> 32);
@@ -50,11 +51,12 @@ inline std::array<std::uint32_t, 4> philox(std::uint64_t seed, std::uint64_t cou
   return {c0, c1, c2, c3};
 }
 
-/// Uniform in [0, 1) from 24 (float) or 53 (double) random bits: the i-th value of the stream.
+/// @brief The i-th value of stream seed, uniform in [0, 1) (53 random bits).
 inline double unit(std::uint64_t seed, std::uint64_t i) {
   const auto w = philox(seed, i);
   return double((std::uint64_t(w[0]) << 21) ^ (w[1] >> 11)) * (1.0 / 9007199254740992.0);
 }
+/// @brief The i-th value of stream seed, standard normal (Box-Muller).
 inline double standard_normal(std::uint64_t seed, std::uint64_t i) {
   const auto w = philox(seed, i);
   // Box-Muller on two uniforms in (0, 1].
