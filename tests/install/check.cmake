@@ -1,6 +1,7 @@
 # Installs ctflow from BINARY_DIR into a fresh prefix, then configures, builds and runs two consumer
 # projects that find it with find_package(ctflow): CONSUMER/core, of the core alone, with the
-# components' dependencies hidden from it, and CONSUMER, of the components data and io.
+# components' dependencies hidden from it, and CONSUMER, of the components data and io, built with
+# the umbrella headers precompiled.
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK}/prefix RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
