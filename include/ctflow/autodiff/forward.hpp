@@ -106,7 +106,7 @@ template <class E, class WS> decltype(auto) freeze_operand(const E& e, WS& ws) {
   if constexpr (expr::is_elementwise<N>::value && arity_v<N> > 0) {
     return materialize(e, freeze(e, ws), ws);
   } else if constexpr (is_strided<N>::value) {
-    return expr::rebuild(e, freeze_operand(std::get<0>(expr::operands(e)), ws));
+    return expr::rebuild(e, freeze_operand(expr::nth_operand<0>(e), ws));
   } else {
     return freeze(e, ws);
   }
@@ -121,9 +121,9 @@ template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws) {
   } else if constexpr (expr::arity_v<N> == 0) {
     return N(e);
   } else if constexpr (expr::is_computed<N>::value) {
-    return std::apply([&](const auto&... ops) { return materialize(e, expr::rebuild(e, freeze_operand(ops, ws)...), ws); }, expr::operands(e));
+    return expr::apply_operands(e, [&](const auto&... ops) { return materialize(e, expr::rebuild(e, freeze_operand(ops, ws)...), ws); });
   } else {
-    return std::apply([&](const auto&... ops) { return expr::rebuild(e, freeze(ops, ws)...); }, expr::operands(e));
+    return expr::apply_operands(e, [&](const auto&... ops) { return expr::rebuild(e, freeze(ops, ws)...); });
   }
 }
 

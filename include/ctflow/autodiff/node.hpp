@@ -73,7 +73,7 @@ template <std::size_t I, class N> using operand_t = std::remove_cvref_t<std::tup
 /// Operand I of node n.
 template <std::size_t I, class N> const auto& operand(const N& n) {
   if constexpr (requires { n.f.x; n.f.vjp; }) return n.f.x;  // custom_gradient: the adjoint goes to x
-  else return std::get<I>(expr::operands(n));
+  else return expr::nth_operand<I>(n);
 }
 
 // ---- which leaf types a tree holds ----------------------------------------------------------
