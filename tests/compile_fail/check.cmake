@@ -1,9 +1,9 @@
 # Builds SOURCE (-fsyntax-only) with the INCLUDES, DEFINITIONS and OPTIONS lists once (KIND=ok:
 # must compile) or with CTFLOW_SHOULD_FAIL_TO_BUILD (KIND=ko: must fail with the message of
-# SOURCE's first line, "// expect: <message>", in an 'error:' line, in at most MAX_LINES lines of
-# compiler output, in which no dyn extent shows as 18446744073709551615). The compile-fail tests
-# and the expected errors of the documentation's code blocks (tests/docs) both use it. The message
-# and the output may hold ';', which CMake lists would split on.
+# SOURCE's first line, "// expect: <message>", in the one 'error:' line, in at most MAX_LINES
+# lines of compiler output, in which no dyn extent shows as 18446744073709551615). The
+# compile-fail tests and the expected errors of the documentation's code blocks (tests/docs) both
+# use it. The message and the output may hold ';', which CMake lists would split on.
 file(READ ${SOURCE} first LIMIT 4096)
 if(NOT first MATCHES "^// expect: ([^\n]+)")
   message(FATAL_ERROR "the first line of ${SOURCE} is not '// expect: <message>'")
@@ -44,6 +44,11 @@ foreach(line IN LISTS errors)
 endforeach()
 if(NOT found)
   message(FATAL_ERROR "no error line carries \"${message}\":\n${out}")
+endif()
+# One error per mistake: the failed check ends what the compiler reports.
+list(LENGTH errors error_lines)
+if(NOT error_lines EQUAL 1)
+  message(FATAL_ERROR "${error_lines} error lines, not one:\n${out}")
 endif()
 # A dyn extent shows as -1 in the types g++ prints, never as the largest std::size_t.
 string(FIND "${out}" "18446744073709551615" huge)

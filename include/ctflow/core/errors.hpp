@@ -68,6 +68,10 @@ template <auto F> constexpr auto fixed_string_of() {
 /// 'ctflow::detail::static_error<...{"<message>"}>'", the message inside the error line.
 template <fixed_string Message> struct static_error;
 
+/// What a builder returns when one of its static checks failed: `auto y = builder(...);` still
+/// declares a value, so the check's message is the only error.
+struct failed_check {};
+
 }  // namespace detail
 }  // namespace ctflow
 

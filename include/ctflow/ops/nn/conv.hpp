@@ -144,7 +144,11 @@ auto conv_node(X&& input, F&& filters) {
       if constexpr (Depthwise) k.g.o = df[2] * df[3];
       k.out_dims = {k.g.n, k.g.oh, k.g.ow, k.g.o};
       return expr::make_computed(k, std::forward<X>(input), std::forward<F>(filters));
+    } else {
+      return ctflow::detail::failed_check{};
     }
+  } else {
+    return ctflow::detail::failed_check{};
   }
 }
 }  // namespace detail
@@ -241,7 +245,11 @@ auto conv2d_transpose(X&& input, F&& filters, output_size_t<OH, OW> = {}) {
         throw_shape_error("ctflow::nn::conv2d_transpose", "conv2d of the output size would not give the input's", dx, dy);
       k.out_dims = dy;
       return expr::make_computed(k, std::forward<X>(input), std::forward<F>(filters));
+    } else {
+      return ctflow::detail::failed_check{};
     }
+  } else {
+    return ctflow::detail::failed_check{};
   }
 }
 

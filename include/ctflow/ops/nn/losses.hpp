@@ -149,6 +149,8 @@ template <Expression L, Expression X> auto sparse_softmax_cross_entropy_with_log
     k.out_dims = dl;
     k.classes = dx[dx.size() - 1];
     return expr::make_computed(k, std::forward<L>(labels), std::forward<X>(logits));
+  } else {
+    return ctflow::detail::failed_check{};
   }
 }
 

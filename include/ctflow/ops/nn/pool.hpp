@@ -106,7 +106,11 @@ template <bool Max, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t 
       k.g = make_pool_geometry(d, KH, KW, SH, SW, Pad);
       k.out_dims = {k.g.n, k.g.oh, k.g.ow, k.g.c};
       return expr::make_computed(k, std::forward<X>(input));
+    } else {
+      return ctflow::detail::failed_check{};
     }
+  } else {
+    return ctflow::detail::failed_check{};
   }
 }
 
