@@ -40,13 +40,13 @@ template <class E> constexpr std::size_t slots() {
 /// during the backward pass its adjoint, summed over every place that reads it before it is sent
 /// further down. Its memory comes from the device the loss is evaluated on.
 template <class Device> struct kept_value {
-  template <class T> using buffer = typename Device::template buffer<T>;
+  using bytes = typename Device::template buffer<std::byte>;
   const void* type = nullptr;    // one tag per node type
   const void* origin = nullptr;  // the node in the user's expression
   const void* data = nullptr;
-  buffer<std::byte> memory, saved;
+  bytes memory, saved;
   std::size_t expected = 0, received = 0;
-  buffer<std::byte> adjoint;
+  bytes adjoint;
 };
 
 template <class E> inline constexpr char type_tag = 0;
@@ -54,7 +54,6 @@ template <class E> inline constexpr char type_tag = 0;
 /// Memory for the values the forward pass keeps, from `Device` (on the CPU, blocks come back to
 /// its cache when the pass ends).
 template <std::size_t N, class Device> struct workspace {
-  using device = Device;
   using kept_value = autodiff::kept_value<Device>;
   std::array<kept_value, N> kept;
   std::size_t next = 0;
@@ -72,7 +71,7 @@ template <std::size_t N, class Device> struct workspace {
   template <class T, class E> kept_value& take(const E& origin, std::size_t n) {
     if (next == N) throw std::logic_error("ctflow::value_and_grad: forward pass needs more slots than counted");
     kept_value& k = kept[next++];
-    k.memory = typename kept_value::template buffer<std::byte>(n * sizeof(T), false);
+    k.memory = decltype(k.memory)(n * sizeof(T), false);
     k.type = &type_tag<E>;
     k.origin = &origin;
     k.data = k.memory.data();
@@ -91,7 +90,7 @@ template <class E, class N, class WS> Frozen<N> materialize(const E& origin, N&&
   T* p = reinterpret_cast<T*>(k.memory.data());
   if constexpr (saves_v<N>) {
     using U = typename N::op_type::saved_type;
-    k.saved = typename WS::kept_value::template buffer<std::byte>(n.k.saved_size() * sizeof(U), false);
+    k.saved = decltype(k.saved)(n.k.saved_size() * sizeof(U), false);
     executor<placed_device_t<device_t<N>>>::assign_saving(p, reinterpret_cast<U*>(k.saved.data()), n);
   } else {
     executor<placed_device_t<device_t<N>>>::assign(p, d, n);

@@ -42,7 +42,10 @@ template <class E> using stored_t = typename stored<E>::type;
 /// (`float acc = reduce_mean(x);`, `float(t)`) and has `.item()`, both through this function.
 template <Expression E> requires(shape_t<E>::rank == 0) value_t<E> item(const E& e);
 
-/// @brief Operands of arithmetic with a tensor: expressions and C++ numbers.
+/// @brief A C++ number in arithmetic with a tensor (it takes the tensor's dtype).
 template <class T> concept Number = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+
+/// @brief An operand of arithmetic with a tensor: an expression or a C++ number.
+template <class T> concept Operand = Expression<T> || Number<T>;
 
 }  // namespace ctflow

@@ -137,10 +137,10 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   }
 
   /// @brief In-place arithmetic with an expression or a number (`x += 1.f`), in one fused loop.
-  template <class E> requires(Expression<E> || Number<E>) Tensor& operator+=(const E& e) { return *this = *this + e; }
-  template <class E> requires(Expression<E> || Number<E>) Tensor& operator-=(const E& e) { return *this = *this - e; }
-  template <class E> requires(Expression<E> || Number<E>) Tensor& operator*=(const E& e) { return *this = *this * e; }
-  template <class E> requires(Expression<E> || Number<E>) Tensor& operator/=(const E& e) { return *this = *this / e; }
+  template <Operand E> Tensor& operator+=(const E& e) { return *this = *this + e; }
+  template <Operand E> Tensor& operator-=(const E& e) { return *this = *this - e; }
+  template <Operand E> Tensor& operator*=(const E& e) { return *this = *this * e; }
+  template <Operand E> Tensor& operator/=(const E& e) { return *this = *this / e; }
 
   /// @brief The elements (contiguous, row-major), their number, and the extents.
   T* data() { return buf_.data(); }

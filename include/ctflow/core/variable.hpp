@@ -19,8 +19,8 @@ template <DType T, ShapeType S, class D = cpu> class Variable : public Tensor<T,
 
   /// @brief tf.Variable.assign / assign_add / assign_sub.
   template <Expression E> Variable& assign(const E& e) { base::operator=(e); return *this; }
-  template <class E> requires(Expression<E> || Number<E>) Variable& assign_add(const E& e) { base::operator+=(e); return *this; }
-  template <class E> requires(Expression<E> || Number<E>) Variable& assign_sub(const E& e) { base::operator-=(e); return *this; }
+  template <Operand E> Variable& assign_add(const E& e) { base::operator+=(e); return *this; }
+  template <Operand E> Variable& assign_sub(const E& e) { base::operator-=(e); return *this; }
 
   /// @brief tf.Variable.name and trainable (checkpoints and messages use the name).
   const std::string& name() const { return name_; }

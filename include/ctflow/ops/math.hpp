@@ -67,7 +67,7 @@ template <class T> inline constexpr bool any_packet = true;
 
 /// @brief Either operand of a binary op: an expression, or a number when the other is one.
 template <class L, class R> concept BinaryOperands =
-    (Expression<L> && (Expression<R> || Number<R>)) || (Number<L> && Expression<R>);
+    (Expression<L> && Operand<R>) || (Number<L> && Expression<R>);
 
 namespace ops {
 
