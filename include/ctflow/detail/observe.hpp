@@ -111,11 +111,12 @@ struct result_ref {
   std::size_t rank, element_size;
   char kind;  // 'f' float, 'd' double, 'b' bfloat16, 'h' float16, '-' not floating
 };
-template <class T, std::size_t R> result_ref result(const T* data, const dims_t<R>& d) {
+template <class T> result_ref result(const T* data, const std::size_t* d, std::size_t rank) {
   constexpr char k = std::is_same_v<T, float> ? 'f' : std::is_same_v<T, double> ? 'd' : std::is_same_v<T, bfloat16> ? 'b'
                                                     : std::is_same_v<T, float16> ? 'h' : '-';
-  return {data, d.data(), R, sizeof(T), k};
+  return {data, d, rank, sizeof(T), k};
 }
+template <class T, std::size_t R> result_ref result(const T* data, const dims_t<R>& d) { return result(data, d.data(), R); }
 
 /// Adds an operand (extents and element size) to a node's input description.
 inline void add_input(std::string& shapes, std::uint64_t& bytes, const std::size_t* d, std::size_t r, std::size_t element_size) {

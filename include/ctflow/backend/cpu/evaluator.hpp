@@ -34,109 +34,54 @@ template <class E> using evaluator = ctflow::evaluator<std::remove_cvref_t<E>, c
 
 // ---- cursors --------------------------------------------------------------------------------
 
-/// Reads strided memory at positions of the destination, broadcasting extents of 1.
+/// Reads strided memory at positions of the destination, broadcasting extents of 1. Where it is
+/// in the destination's rows is its layout's business (executor.hpp), which holds no type.
 template <class T> struct strided_cursor {
   using compute_type = compute_t<T>;
   static constexpr bool vectorizable = simd_type_v<T>;
+  static constexpr std::size_t leaf_count = 1;
+  leaf_layout at;
 
-  const T* data = nullptr;
-  int rank = 0;
-  std::array<std::size_t, max_rank> dims{};
-  std::array<std::ptrdiff_t, max_rank> strides{};
-  std::array<std::ptrdiff_t, max_rank> ostr{};
-  std::array<std::ptrdiff_t, max_rank> step{};  // next_row(k)'s move
-  int orank = 0;
-  std::ptrdiff_t inner = 0;
-  const T* row = nullptr;
-
-  template <std::size_t R> explicit strided_cursor(const strided_view<T, R>& v) : data(v.data), rank(int(R)) {
-    for (std::size_t i = 0; i < R; ++i) { dims[i] = v.dims[i]; strides[i] = v.strides[i]; }
-  }
-  bool full(const std::size_t* od, int r) const {
-    if (r != rank) return false;
-    std::ptrdiff_t acc = 1;
-    for (int i = r; i-- > 0;) {
-      if (dims[std::size_t(i)] != od[i] || (od[i] != 1 && strides[std::size_t(i)] != acc)) return false;
-      acc *= std::ptrdiff_t(od[i]);
-    }
-    return true;
-  }
-  /// The step in memory along axis k of a destination of extents od (rank r): 0 where this
-  /// operand is broadcast along it.
-  std::ptrdiff_t stride_along(const std::size_t* od, int r, int k) const {
-    const int a = k - (r - rank);
-    return a < 0 || (dims[std::size_t(a)] == 1 && od[k] != 1) ? 0 : strides[std::size_t(a)];
-  }
-  void bind(const std::size_t* od, int r, bool flat) {
-    row = data;
-    if (flat) { inner = 1; return; }
-    orank = r;
-    for (int k = 0; k < r; ++k) ostr[std::size_t(k)] = stride_along(od, r, k);
-    inner = r > 0 ? ostr[std::size_t(r - 1)] : 0;
-    // Axis k advancing takes the axes after it (but the last) from their last index back to 0.
-    std::ptrdiff_t back = 0;
-    for (int k = r - 1; k-- > 0;) {
-      step[std::size_t(k)] = ostr[std::size_t(k)] - back;
-      back += std::ptrdiff_t(od[k] - 1) * ostr[std::size_t(k)];
-    }
-  }
-  /// Reads the destination's rows (extents od, rank r) g at a time, as rows of g times as many
-  /// elements (see execute()). An operand that changes along the row axis must do so in step
-  /// with the last axis; one that does not change along it is a function of the last index only
-  /// and is tiled g times into memory from tiles (false when they have no more); one broadcast
-  /// along the last axis but not the row axis (a column) cannot be read so: false.
-  template <class Tiles> bool merge_rows(const std::size_t* od, int r, std::size_t g, Tiles& tiles) {
-    const int last = rank - 1, prev = rank - 2;
-    const std::size_t n = od[r - 1];
-    const std::ptrdiff_t s1 = stride_along(od, r, r - 1), s2 = stride_along(od, r, r - 2);
-    if (s2 == 0 && s1 == 0) return true;  // constant across both axes
-    if (s2 != 0 && s2 == std::ptrdiff_t(n) * s1) {  // rows in step with the last axis
-      dims[std::size_t(prev)] /= g;
-      dims[std::size_t(last)] *= g;
-      strides[std::size_t(prev)] *= std::ptrdiff_t(g);
-      return true;
-    }
-    if (s2 != 0 || s1 == 0) return false;
-    for (int a = 0; a < last; ++a)
-      if (dims[std::size_t(a)] != 1) return false;
-    T* tile = tiles.template make<T>(g * n);
-    if (!tile) return false;
-    for (std::size_t q = 0, i = 0; q < g; ++q)
-      for (std::size_t j = 0; j < n; ++j) tile[i++] = data[std::ptrdiff_t(j) * s1];
-    data = tile;
-    rank = 1;
-    dims[0] = g * n;
-    strides[0] = 1;
-    return true;
-  }
-  void set_row(const std::size_t* idx) {
-    std::ptrdiff_t off = 0;
-    for (int k = 0; k + 1 < orank; ++k) off += std::ptrdiff_t(idx[k]) * ostr[std::size_t(k)];
-    row = data + off;
-  }
-  void next_row(int k) { row += step[std::size_t(k)]; }
-  compute_type coeff(std::size_t j) const { return compute_type(row[std::ptrdiff_t(j) * inner]); }
+  template <std::size_t R> explicit strided_cursor(const strided_view<T, R>& v)
+      : at(reinterpret_cast<const std::byte*>(v.data), sizeof(T), int(R), v.dims.data(), v.strides.data()) {}
+  /// f(layout) for each leaf that reads memory.
+  template <class F> void leaves(F&& f) { f(at); }
+  const T* row() const { return reinterpret_cast<const T*>(at.row); }
+  compute_type coeff(std::size_t j) const { return compute_type(row()[std::ptrdiff_t(j) * at.inner]); }
   /// Elements j .. j + n - 1 of the row in the first n lanes (n short of a vector: a row's
   /// tail); nothing past them is read. Always inlined: left to itself, GCC calls it out of line
   /// from the loops of larger expressions (sigmoid, exp), which then run at half their speed.
   inline __attribute__((always_inline)) batch<compute_type> packet(std::size_t j, std::size_t n = lanes<T>) const requires vectorizable {
-    if (inner == 1) return n == lanes<T> ? batch<T>::load_unaligned(row + j) : load_partial(row + j, n);
-    if (inner == 0) return batch<T>(*row);
+    if (at.inner == 1) return n == lanes<T> ? batch<T>::load_unaligned(row() + j) : load_partial(row() + j, n);
+    if (at.inner == 0) return batch<T>(*row());
+    return gather(row() + std::ptrdiff_t(j) * at.inner, at.inner, n);
+  }
+  /// n elements (at most a vector) from p, `stride` apart: out of line, as it is rare (a
+  /// transposed or strided last axis) and its code, inlined, is a dozen times a contiguous load's.
+  [[gnu::noinline]] static batch<T> gather(const T* p, std::ptrdiff_t stride, std::size_t n) {
     alignas(64) T tmp[lanes<T>] = {};
-    for (std::size_t l = 0; l < n; ++l) tmp[l] = row[std::ptrdiff_t(j + l) * inner];
+    for (std::size_t l = 0; l < n; ++l) tmp[l] = p[std::ptrdiff_t(l) * stride];
     return batch<T>::load_aligned(tmp);
+  }
+};
+
+/// Reads contiguous memory with the destination's extents (the flat loop's leaves).
+template <class T> struct contiguous_cursor {
+  using compute_type = compute_t<T>;
+  static constexpr bool vectorizable = simd_type_v<T>;
+  const T* data = nullptr;
+  compute_type coeff(std::size_t j) const { return compute_type(data[j]); }
+  batch<compute_type> packet(std::size_t j, std::size_t n = lanes<T>) const requires vectorizable {
+    return n == lanes<T> ? batch<T>::load_unaligned(data + j) : load_partial(data + j, n);
   }
 };
 
 template <class T> struct scalar_cursor {
   using compute_type = T;
   static constexpr bool vectorizable = simd_type_v<T>;
+  static constexpr std::size_t leaf_count = 0;
   T value;
-  bool full(const std::size_t*, int) const { return true; }
-  void bind(const std::size_t*, int, bool) {}
-  template <class Tiles> bool merge_rows(const std::size_t*, int, std::size_t, Tiles&) { return true; }
-  void set_row(const std::size_t*) {}
-  void next_row(int) {}
+  template <class F> void leaves(F&&) {}
   T coeff(std::size_t) const { return value; }
   batch<T> packet(std::size_t, std::size_t = lanes<T>) const requires vectorizable { return batch<T>(value); }
 };
@@ -146,13 +91,10 @@ template <class F, class C> struct unary_cursor {
   using compute_type = decltype(std::declval<const F&>()(std::declval<in_type>()));
   static constexpr bool vectorizable =
       C::vectorizable && std::is_same_v<compute_type, in_type> && F::template packet_ok<in_type>;
+  static constexpr std::size_t leaf_count = C::leaf_count;
   F f;
   C c;
-  bool full(const std::size_t* d, int r) const { return c.full(d, r); }
-  void bind(const std::size_t* d, int r, bool flat) { c.bind(d, r, flat); }
-  template <class Tiles> bool merge_rows(const std::size_t* d, int r, std::size_t g, Tiles& t) { return c.merge_rows(d, r, g, t); }
-  void set_row(const std::size_t* idx) { c.set_row(idx); }
-  void next_row(int k) { c.next_row(k); }
+  template <class G> void leaves(G&& g) { c.leaves(g); }
   compute_type coeff(std::size_t j) const { return f(c.coeff(j)); }
   batch<compute_type> packet(std::size_t j, std::size_t n = lanes<compute_type>) const requires vectorizable { return f(c.packet(j, n)); }
 };
@@ -165,16 +107,11 @@ template <class F, class L, class R> struct binary_cursor {
   static constexpr bool vectorizable = operands_vectorizable && std::is_same_v<compute_type, in_type>;
   /// Comparisons give bool elements; their vector form is a mask for `where`.
   static constexpr bool maskable = operands_vectorizable && std::is_same_v<compute_type, bool>;
+  static constexpr std::size_t leaf_count = L::leaf_count + R::leaf_count;
   F f;
   L l;
   R r;
-  bool full(const std::size_t* d, int n) const { return l.full(d, n) && r.full(d, n); }
-  void bind(const std::size_t* d, int n, bool flat) { l.bind(d, n, flat); r.bind(d, n, flat); }
-  template <class Tiles> bool merge_rows(const std::size_t* d, int n, std::size_t g, Tiles& t) {
-    return l.merge_rows(d, n, g, t) && r.merge_rows(d, n, g, t);
-  }
-  void set_row(const std::size_t* idx) { l.set_row(idx); r.set_row(idx); }
-  void next_row(int k) { l.next_row(k); r.next_row(k); }
+  template <class G> void leaves(G&& g) { l.leaves(g); r.leaves(g); }
   compute_type coeff(std::size_t j) const { return f(l.coeff(j), r.coeff(j)); }
   batch<compute_type> packet(std::size_t j, std::size_t n = lanes<compute_type>) const requires vectorizable {
     return f(l.packet(j, n), r.packet(j, n));
@@ -191,16 +128,11 @@ template <class C, class A, class B> struct select_cursor {
   using compute_type = typename A::compute_type;
   static constexpr bool vectorizable = A::vectorizable && B::vectorizable &&
       std::is_same_v<compute_type, typename B::compute_type> && mask_for<C, compute_type>;
+  static constexpr std::size_t leaf_count = C::leaf_count + A::leaf_count + B::leaf_count;
   C c;
   A a;
   B b;
-  bool full(const std::size_t* d, int n) const { return c.full(d, n) && a.full(d, n) && b.full(d, n); }
-  void bind(const std::size_t* d, int n, bool flat) { c.bind(d, n, flat); a.bind(d, n, flat); b.bind(d, n, flat); }
-  template <class Tiles> bool merge_rows(const std::size_t* d, int n, std::size_t g, Tiles& t) {
-    return c.merge_rows(d, n, g, t) && a.merge_rows(d, n, g, t) && b.merge_rows(d, n, g, t);
-  }
-  void set_row(const std::size_t* idx) { c.set_row(idx); a.set_row(idx); b.set_row(idx); }
-  void next_row(int k) { c.next_row(k); a.next_row(k); b.next_row(k); }
+  template <class G> void leaves(G&& g) { c.leaves(g); a.leaves(g); b.leaves(g); }
   compute_type coeff(std::size_t j) const { return c.coeff(j) ? a.coeff(j) : b.coeff(j); }
   batch<compute_type> packet(std::size_t j, std::size_t n = lanes<compute_type>) const requires vectorizable {
     return xsimd::select(c.mask(j, n), a.packet(j, n), b.packet(j, n));
@@ -228,7 +160,7 @@ template <class E, bool Contiguous> struct source {
     }
     const auto d = e.dims();
     tmp = detail::buffer<T>(product(d), false);
-    execute(tmp.data(), d, ev.cursor());
+    execute(tmp.data(), d.data(), int(R), ev.cursor(), ev.flat_cursor());
     v = strided_view<T, R>{tmp.data(), d, row_major_strides(d)};
   }
 };
@@ -245,12 +177,14 @@ template <class E> requires is_leaf_v<E> struct evaluator<E, cpu> {
   explicit evaluator(const E& e) : v{e.data(), e.dims(), e.strides()} {}
   auto view() const { return v; }
   auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
+  auto flat_cursor() const { return backend::cpu::contiguous_cursor<T>{v.data}; }
 };
 
 template <class T> struct evaluator<expr::Scalar<T>, cpu> {
   compute_t<T> value;
   explicit evaluator(const expr::Scalar<T>& s) : value(s.value) {}
   auto cursor() const { return backend::cpu::scalar_cursor<compute_t<T>>{value}; }
+  auto flat_cursor() const { return cursor(); }
 };
 
 template <class F, class E> struct evaluator<expr::Unary<F, E>, cpu> {
@@ -258,6 +192,7 @@ template <class F, class E> struct evaluator<expr::Unary<F, E>, cpu> {
   backend::cpu::evaluator<E> e;
   explicit evaluator(const expr::Unary<F, E>& n) : f(n.f), e(n.e) {}
   auto cursor() const { return backend::cpu::unary_cursor<F, decltype(e.cursor())>{f, e.cursor()}; }
+  auto flat_cursor() const { return backend::cpu::unary_cursor<F, decltype(e.flat_cursor())>{f, e.flat_cursor()}; }
 };
 
 template <class F, class L, class R> struct evaluator<expr::Binary<F, L, R>, cpu> {
@@ -266,6 +201,9 @@ template <class F, class L, class R> struct evaluator<expr::Binary<F, L, R>, cpu
   backend::cpu::evaluator<R> r;
   explicit evaluator(const expr::Binary<F, L, R>& n) : f(n.f), l(n.l), r(n.r) { (void)n.dims(); }
   auto cursor() const { return backend::cpu::binary_cursor<F, decltype(l.cursor()), decltype(r.cursor())>{f, l.cursor(), r.cursor()}; }
+  auto flat_cursor() const {
+    return backend::cpu::binary_cursor<F, decltype(l.flat_cursor()), decltype(r.flat_cursor())>{f, l.flat_cursor(), r.flat_cursor()};
+  }
 };
 
 template <class C, class A, class B> struct evaluator<expr::Select<C, A, B>, cpu> {
@@ -275,6 +213,10 @@ template <class C, class A, class B> struct evaluator<expr::Select<C, A, B>, cpu
   explicit evaluator(const expr::Select<C, A, B>& n) : c(n.c), a(n.a), b(n.b) { (void)n.dims(); }
   auto cursor() const {
     return backend::cpu::select_cursor<decltype(c.cursor()), decltype(a.cursor()), decltype(b.cursor())>{c.cursor(), a.cursor(), b.cursor()};
+  }
+  auto flat_cursor() const {
+    return backend::cpu::select_cursor<decltype(c.flat_cursor()), decltype(a.flat_cursor()), decltype(b.flat_cursor())>{
+        c.flat_cursor(), a.flat_cursor(), b.flat_cursor()};
   }
 };
 
@@ -288,11 +230,12 @@ template <class E, class S, class M> struct evaluator<expr::Strided<E, S, M>, cp
     // The mapping needs contiguous memory (a reshape of a transposed operand): copy once.
     const auto d = src.v.dims;
     tmp = cpu::buffer<T>(product(d), false);
-    backend::cpu::execute(tmp.data(), d, backend::cpu::strided_cursor<T>(src.v));
+    backend::cpu::execute(tmp.data(), d.data(), int(d.size()), backend::cpu::strided_cursor<T>(src.v), backend::cpu::contiguous_cursor<T>{src.v.data});
     n.m.map(expr::strided_view<T, backend::cpu::source<E, false>::R>{tmp.data(), d, row_major_strides(d)}, v);
   }
   auto view() const { return v; }
   auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
+  auto flat_cursor() const { return backend::cpu::contiguous_cursor<T>{v.data}; }
 };
 
 template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu> {
@@ -310,6 +253,7 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu
   }
   auto view() const { return v; }
   auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
+  auto flat_cursor() const { return backend::cpu::contiguous_cursor<T>{v.data}; }
 
  private:
   template <class U, class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, U saved, const Src&... srcs) {
@@ -340,6 +284,25 @@ namespace ctflow::backend::cpu {
 
 // ---- assignment -----------------------------------------------------------------------------
 
+/// What the profiler and check_numerics learn of a fused loop (observe::finish()): its label,
+/// its result, and the memory its leaves read. Compiled once.
+[[gnu::noinline]] inline void observe_fused(const std::string& label, std::int64_t begin, leaf_layout* const* ls, std::size_t n,
+                                            const detail::observe::result_ref& result) {
+  std::string shapes;
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) detail::observe::add_input(shapes, bytes, ls[i]->dims.data(), std::size_t(ls[i]->rank), ls[i]->element);
+  detail::observe::finish(label, ctflow::cpu::name, begin, result, shapes, bytes);
+}
+
+/// execute(), recorded for the profiler and checked for check_numerics, as the fused loop of its
+/// cursor type (its functors in pre-order).
+template <class T, class C, class FC> void execute_observed(T* out, const std::size_t* d, int r, C c, const FC& fc) {
+  const std::int64_t begin = detail::profile::now_ns();
+  execute(out, d, r, c, fc);
+  const auto ls = leaves_of(c);
+  observe_fused(detail::observe::label<C>(), begin, ls.data(), ls.size(), detail::observe::result(out, d, std::size_t(r)));
+}
+
 /// Evaluates e into the contiguous memory out of extents d (those of e).
 template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& d, const E& e) {
   using N = std::remove_cvref_t<E>;
@@ -347,13 +310,8 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
     evaluator<N> ev(e, out);
   } else {
     evaluator<N> ev(e);
-    if (detail::profile::on()) {
-      const std::int64_t begin = detail::profile::now_ns();
-      execute(out, d, ev.cursor());
-      detail::observe::finish_fused(ctflow::cpu::name, begin, e, out, d);
-    } else {
-      execute(out, d, ev.cursor());
-    }
+    if (detail::profile::on()) execute_observed(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
+    else execute(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
   }
 }
 

@@ -11,20 +11,24 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace ctflow::backend::cpu {
 
-/// A non-owning reference to a callable `void(int)`: dispatching a parallel loop allocates nothing.
-class task_ref {
+/// A non-owning reference to a callable of signature R(A...): passing work to code compiled
+/// once (the pool, the bookkeeping of loops) allocates nothing and instantiates nothing per callable.
+template <class Sig> class function_ref;
+template <class R, class... A> class function_ref<R(A...)> {
  public:
-  task_ref() = default;
-  template <class F> task_ref(const F& f) : obj_(&f), call_([](const void* o, int t) { (*static_cast<const F*>(o))(t); }) {}
-  void operator()(int t) const { call_(obj_, t); }
+  function_ref() = default;
+  template <class F> requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref>)
+  function_ref(const F& f) : obj_(&f), call_([](const void* o, A... a) -> R { return (*static_cast<const F*>(o))(a...); }) {}
+  R operator()(A... a) const { return call_(obj_, a...); }
 
  private:
   const void* obj_ = nullptr;
-  void (*call_)(const void*, int) = nullptr;
+  R (*call_)(const void*, A...) = nullptr;
 };
 
 class thread_pool {
@@ -50,7 +54,7 @@ class thread_pool {
   /// task threw. Task t runs on thread t (the caller is thread 0) unless that thread is late:
   /// a thread that is done with its own task takes any task not started yet, so a worker still
   /// asleep delays nothing. Which thread runs task t may vary; what it computes does not.
-  void run(int tasks, task_ref fn) {
+  void run(int tasks, function_ref<void(int)> fn) {
     tasks = std::min(tasks, size());
     if (tasks <= 1 || in_task_) { for (int t = 0; t < tasks; ++t) fn(t); return; }
     std::lock_guard call(call_mutex_);
@@ -134,7 +138,7 @@ class thread_pool {
   // A call's id and task in one cache line (a worker fetches both at once), the count of
   // unfinished tasks that the caller waits on in another.
   alignas(64) std::atomic<std::uint64_t> call_{0};
-  task_ref fn_;
+  function_ref<void(int)> fn_;
   alignas(64) std::atomic<int> pending_{0};
   std::atomic<bool> quit_{false};
   std::exception_ptr error_;
@@ -151,9 +155,8 @@ inline thread_pool& pool() {
   return p;
 }
 
-/// Splits [0, n) into at most size() equal chunks (multiples of `align`), fewer when each
-/// would hold less than `grain`; calls f(begin, end) for each.
-template <class F> void parallel_for(std::size_t n, std::size_t grain, std::size_t align, F&& f) {
+/// parallel_for's work, compiled once rather than for every loop body.
+[[gnu::noinline]] inline void parallel_ranges(std::size_t n, std::size_t grain, std::size_t align, function_ref<void(std::size_t, std::size_t)> f) {
   if (n == 0) return;
   std::size_t chunks = std::min<std::size_t>(std::size_t(pool().size()), std::max<std::size_t>(1, n / std::max<std::size_t>(grain, 1)));
   if (chunks <= 1) { f(std::size_t(0), n); return; }
@@ -164,6 +167,12 @@ template <class F> void parallel_for(std::size_t n, std::size_t grain, std::size
     const std::size_t b = std::size_t(t) * per, e = std::min(n, b + per);
     if (b < e) f(b, e);
   });
+}
+
+/// Splits [0, n) into at most size() equal chunks (multiples of `align`), fewer when each
+/// would hold less than `grain`; calls f(begin, end) for each.
+template <class F> void parallel_for(std::size_t n, std::size_t grain, std::size_t align, F&& f) {
+  parallel_ranges(n, grain, align, function_ref<void(std::size_t, std::size_t)>(f));
 }
 
 }  // namespace ctflow::backend::cpu
