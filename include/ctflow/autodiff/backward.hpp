@@ -27,8 +27,10 @@ template <class WS, class... V> struct accumulator {
     if constexpr (std::is_same_v<std::remove_cvref_t<L>, VI>) {
       if (!same_leaf(leaf, *std::get<I>(targets))) return;
       auto& out = std::get<I>(grads);
+      // A variable several adjoints reach sums them; each is evaluated by the one instantiation
+      // that the first uses (fusing g into the sum would instantiate its evaluation twice).
       if (!out) out.emplace(g);
-      else *out += g;
+      else *out += typename std::remove_cvref_t<decltype(out)>::value_type(g);
     }
   }
 };
@@ -100,12 +102,14 @@ template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx
     if (!k || k->expected < 2) return backprop_node(n.node, g, n.value(), ctx, n.saved);
     using V = value_t<T>;
     const auto d = n.dims();
-    if (k->received == 0) {
-      k->adjoint = decltype(k->adjoint)(product(d) * sizeof(V), false);
-      executor<device_of<T>>::assign(reinterpret_cast<V*>(k->adjoint.data()), d, g);
-    } else {
+    // The adjoints are summed in place, each evaluated once into memory of its own (as above).
+    typename device_of<T>::template buffer<V> part(k->received == 0 ? 0 : product(d), false);
+    if (k->received == 0) k->adjoint = decltype(k->adjoint)(product(d) * sizeof(V), false);
+    V* into = k->received == 0 ? reinterpret_cast<V*>(k->adjoint.data()) : part.data();
+    executor<device_of<T>>::assign(into, d, g);
+    if (k->received != 0) {
       TensorView<V, shape_t<T>, device_of<T>> sum(reinterpret_cast<V*>(k->adjoint.data()), d);
-      sum = sum + g;
+      sum = sum + TensorView<const V, shape_t<T>, device_of<T>>(part.data(), d);
     }
     if (++k->received == k->expected)
       backprop_node(n.node, TensorView<const V, shape_t<T>, device_of<T>>(reinterpret_cast<const V*>(k->adjoint.data()), d), n.value(), ctx, n.saved);

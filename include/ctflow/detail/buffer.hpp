@@ -16,6 +16,8 @@
 #include <sys/mman.h>
 #include <utility>
 
+#include <ctflow/detail/linkage.hpp>
+
 namespace ctflow::detail {
 
 inline constexpr std::size_t alignment = 64;
@@ -31,7 +33,7 @@ class block_cache {
   }
 
   /// A block of at least `bytes` (rounded up to its size class).
-  void* allocate(std::size_t bytes) {
+  CTFLOW_OUTLINE void* allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     const int c = size_class(bytes);
     const std::size_t cap = class_bytes(c);
@@ -46,7 +48,7 @@ class block_cache {
     return system_allocate(cap);
   }
 
-  void release(void* p, std::size_t bytes) {
+  CTFLOW_OUTLINE void release(void* p, std::size_t bytes) {
     if (!p) return;
     const int c = size_class(bytes);
     const std::size_t cap = class_bytes(c);

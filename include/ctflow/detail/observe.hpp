@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <initializer_list>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 
 #include <ctflow/core/concepts.hpp>
 #include <ctflow/core/errors.hpp>
+#include <ctflow/detail/linkage.hpp>
 #include <ctflow/detail/profile.hpp>
 #include <ctflow/expr/node.hpp>
 
@@ -94,7 +96,7 @@ inline std::string label_of(std::string_view pretty) {
 }  // namespace text
 
 /// The label of type E (see text::label_of), computed once per type.
-inline const std::string& label(std::string_view pretty) {
+CTFLOW_OUTLINE inline const std::string& label(std::string_view pretty) {
   static std::mutex m;
   static std::map<const char*, std::string> cache;  // keyed by the name's address: one per type
   std::lock_guard lk(m);
@@ -161,7 +163,7 @@ inline void check_finite(const std::string& who, const result_ref& r) {
 }
 
 /// After a node ran on device from begin (profile::now_ns) and wrote r: checks it and records it, as asked.
-inline void finish(const std::string& name, const char* device, std::int64_t begin, const result_ref& r, const std::string& inputs, std::uint64_t in_bytes) {
+CTFLOW_OUTLINE inline void finish(const std::string& name, const char* device, std::int64_t begin, const result_ref& r, const std::string& inputs, std::uint64_t in_bytes) {
   const std::int64_t end = profile::now_ns();
   if (profile::on(profile::checking_numerics)) check_finite("ctflow::debugging::check_numerics: op " + name, r);
   if (profile::on(profile::profiling)) {
@@ -172,14 +174,26 @@ inline void finish(const std::string& name, const char* device, std::int64_t beg
   }
 }
 
+/// An operand's extents and element size, as the profiler describes a node's inputs.
+struct input_ref {
+  const std::size_t* dims;
+  std::size_t rank, element_size;
+};
+
+/// finish() for an op node: its label and its operands' extents. Compiled once.
+CTFLOW_OUTLINE inline void finish_op(const std::string& label, const char* device, std::int64_t begin, const result_ref& r,
+                                     std::initializer_list<input_ref> inputs) {
+  std::string shapes;
+  std::uint64_t bytes = 0;
+  for (const input_ref& i : inputs) add_input(shapes, bytes, i.dims, i.rank, i.element_size);
+  finish(label, device, begin, r, shapes, bytes);
+}
+
 /// After op node N ran on device from begin into out (extents d), over its operands' memory
 /// views: finish() with the op's label and its inputs.
 template <class N, class T, std::size_t R, class... V>
 void finish_op(const char* device, std::int64_t begin, const T* out, const dims_t<R>& d, const V&... inputs) {
-  std::string shapes;
-  std::uint64_t bytes = 0;
-  (add_input(shapes, bytes, inputs.dims.data(), inputs.dims.size(), sizeof(*inputs.data)), ...);
-  finish(label<N>(), device, begin, result(out, d), shapes, bytes);
+  finish_op(label<N>(), device, begin, result(out, d), {input_ref{inputs.dims.data(), inputs.dims.size(), sizeof(*inputs.data)}...});
 }
 
 /// After the fused loop of element-wise expression e ran on device from begin into out: finish()

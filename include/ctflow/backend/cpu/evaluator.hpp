@@ -58,7 +58,7 @@ template <class T> struct strided_cursor {
   }
   /// n elements (at most a vector) from p, `stride` apart: out of line, as it is rare (a
   /// transposed or strided last axis) and its code, inlined, is a dozen times a contiguous load's.
-  [[gnu::noinline]] static batch<T> gather(const T* p, std::ptrdiff_t stride, std::size_t n) {
+  CTFLOW_OUTLINE static batch<T> gather(const T* p, std::ptrdiff_t stride, std::size_t n) {
     alignas(64) T tmp[lanes<T>] = {};
     for (std::size_t l = 0; l < n; ++l) tmp[l] = p[std::ptrdiff_t(l) * stride];
     return batch<T>::load_aligned(tmp);
@@ -286,7 +286,7 @@ namespace ctflow::backend::cpu {
 
 /// What the profiler and check_numerics learn of a fused loop (observe::finish()): its label,
 /// its result, and the memory its leaves read. Compiled once.
-[[gnu::noinline]] inline void observe_fused(const std::string& label, std::int64_t begin, leaf_layout* const* ls, std::size_t n,
+CTFLOW_OUTLINE inline void observe_fused(const std::string& label, std::int64_t begin, leaf_layout* const* ls, std::size_t n,
                                             const detail::observe::result_ref& result) {
   std::string shapes;
   std::uint64_t bytes = 0;

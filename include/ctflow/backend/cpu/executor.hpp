@@ -23,6 +23,7 @@
 
 #include <ctflow/core/shape.hpp>
 #include <ctflow/detail/buffer.hpp>
+#include <ctflow/detail/linkage.hpp>
 #include <ctflow/backend/cpu/simd.hpp>
 #include <ctflow/backend/cpu/thread_pool.hpp>
 
@@ -178,7 +179,7 @@ template <class C> std::array<leaf_layout*, C::leaf_count> leaves_of(C& c) {
 
 /// The bookkeeping of a fused loop's rows over leaves ls[0 .. n): compiled once.
 struct rows {
-  [[gnu::noinline]] static bool full(leaf_layout* const* ls, std::size_t n, const std::size_t* od, int r) {
+  CTFLOW_OUTLINE static bool full(leaf_layout* const* ls, std::size_t n, const std::size_t* od, int r) {
     for (std::size_t i = 0; i < n; ++i)
       if (!ls[i]->full(od, r)) return false;
     return true;
@@ -188,7 +189,7 @@ struct rows {
   /// channels costs a row's bookkeeping every few elements), with d otherwise. g rows merge
   /// into one where every operand allows it, g the largest divisor of d[r - 2] that keeps such
   /// a row within merged_row elements; the merged extents are (..., d[r - 2] / g, g * d[r - 1]).
-  [[gnu::noinline]] static void lay_out(leaf_layout* const* ls, std::size_t n, const std::size_t* d, int r,
+  CTFLOW_OUTLINE static void lay_out(leaf_layout* const* ls, std::size_t n, const std::size_t* d, int r,
                                         function_ref<void(const std::size_t*)> run) {
     if (r >= 2 && d[r - 1] >= 2 && d[r - 1] <= merged_row / 2) {
       std::size_t g = merged_row / d[r - 1];
@@ -219,7 +220,7 @@ struct rows {
     run(d);
   }
   /// Moves the leaves to row q of a destination of extents d (rank r), writing its index to idx.
-  [[gnu::noinline]] static void seek(leaf_layout* const* ls, std::size_t n, const std::size_t* d, int r, std::size_t q, std::size_t* idx) {
+  CTFLOW_OUTLINE static void seek(leaf_layout* const* ls, std::size_t n, const std::size_t* d, int r, std::size_t q, std::size_t* idx) {
     for (int k = r - 1; k-- > 0;) { idx[k] = q % d[k]; q /= d[k]; }
     for (std::size_t i = 0; i < n; ++i) ls[i]->set_row(idx);
   }

@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <ctflow/detail/linkage.hpp>
+
 namespace ctflow::backend::cpu {
 
 /// A non-owning reference to a callable of signature R(A...): passing work to code compiled
@@ -156,7 +158,7 @@ inline thread_pool& pool() {
 }
 
 /// parallel_for's work, compiled once rather than for every loop body.
-[[gnu::noinline]] inline void parallel_ranges(std::size_t n, std::size_t grain, std::size_t align, function_ref<void(std::size_t, std::size_t)> f) {
+CTFLOW_OUTLINE inline void parallel_ranges(std::size_t n, std::size_t grain, std::size_t align, function_ref<void(std::size_t, std::size_t)> f) {
   if (n == 0) return;
   std::size_t chunks = std::min<std::size_t>(std::size_t(pool().size()), std::max<std::size_t>(1, n / std::max<std::size_t>(grain, 1)));
   if (chunks <= 1) { f(std::size_t(0), n); return; }
