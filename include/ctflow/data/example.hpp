@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include <ctflow/detail/linkage.hpp>
 #include <ctflow/core/tensor.hpp>
 #include <ctflow/detail/protobuf.hpp>
 
@@ -58,29 +59,7 @@ struct Example {
   Example(std::initializer_list<std::pair<const std::string, Feature>> f) : features(f) {}
 
   /// @brief The Example in protobuf wire format, as Python's `SerializeToString()`.
-  std::string SerializeToString() const {
-    std::string out;
-    ctflow::detail::pb::writer w{out};
-    w.message(1, [&](auto& fs) {  // Example.features
-      for (const auto& kv : features)
-        fs.message(1, [&](auto& entry) {  // Features.feature: map<string, Feature>
-          const Feature& f = kv.second;
-          entry.bytes(1, kv.first);
-          entry.message(2, [&](auto& feature) {
-            feature.message(std::uint32_t(f.list), [&](auto& list) {
-              switch (f.list) {
-                case Feature::kind::bytes_list:
-                  for (const auto& b : f.bytes) list.bytes(1, b);
-                  break;
-                case Feature::kind::float_list: list.packed_floats(1, f.floats); break;
-                case Feature::kind::int64_list: list.packed_int64s(1, f.int64s); break;
-              }
-            });
-          });
-        });
-    });
-    return out;
-  }
+  std::string SerializeToString() const;
   /// @brief Parses serialized bytes (io_error when malformed); Python's `Example.FromString`.
   static Example ParseFromString(std::string_view bytes);
 };
@@ -112,17 +91,7 @@ template <class F> void for_each_feature(std::string_view serialized, F&& f) {
 }
 
 /// Which list a Feature message holds (0: none, an empty Feature) and that list's bytes.
-inline std::pair<int, std::string_view> feature_list(std::string_view feature) {
-  ctflow::detail::pb::reader r(feature, example_what);
-  std::uint32_t field;
-  ctflow::detail::pb::wire w;
-  std::pair<int, std::string_view> found{0, {}};
-  while (r.next(field, w)) {
-    if (field >= 1 && field <= 3 && w == ctflow::detail::pb::length_type) found = {int(field), r.bytes()};
-    else r.skip(w);
-  }
-  return found;
-}
+CTFLOW_DECL std::pair<int, std::string_view> feature_list(std::string_view feature);
 
 /// Visits the values of a list message: floats (packed or not), int64s (packed or not), bytes.
 template <class V> void for_each_value(int kind, std::string_view list, V&& visit) {
@@ -168,30 +137,10 @@ inline const char* kind_plural(int k) { return k == 1 ? "bytes values" : k == 2 
 }
 
 /// Checks a Feature's list kind against the spec; returns the list bytes (empty if no list).
-inline std::string_view typed_list(std::string_view key, std::string_view feature, int want) {
-  auto [kind, list] = feature_list(feature);
-  if (kind != 0 && kind != want)
-    example_error(key, std::string("Data types don't match. Data type: ") + kind_name(kind) + " but expected type: " + kind_name(want));
-  return list;
-}
+CTFLOW_DECL std::string_view typed_list(std::string_view key, std::string_view feature, int want);
 
 }  // namespace detail
 
-inline Example Example::ParseFromString(std::string_view bytes) {
-  Example ex;
-  detail::for_each_feature(bytes, [&](std::string_view key, std::string_view value) {
-    Feature f;
-    auto [kind, list] = detail::feature_list(value);
-    f.list = kind == 0 ? Feature::kind::float_list : Feature::kind(kind);
-    detail::for_each_value(kind, list, [&](auto v) {
-      if constexpr (std::is_same_v<decltype(v), float>) f.floats.push_back(v);
-      else if constexpr (std::is_same_v<decltype(v), std::int64_t>) f.int64s.push_back(v);
-      else f.bytes.emplace_back(v);
-    });
-    ex.features[std::string(key)] = std::move(f);
-  });
-  return ex;
-}
 
 /// @brief tf.io.FixedLenFeature: exactly shape's number of values of dtype T (float,
 /// std::int64_t or std::string); when the key is absent, the default (if given) is used.
@@ -351,3 +300,7 @@ template <class... Spec> auto parse_example(std::span<const std::string> seriali
 }
 
 }  // namespace ctflow::io
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#include <ctflow/data/impl/example.ipp>
+#endif

@@ -13,6 +13,7 @@
 
 #include <ctflow/core/tensor.hpp>
 #include <ctflow/detail/file.hpp>
+#include <ctflow/detail/linkage.hpp>
 #include <ctflow/detail/raw.hpp>
 
 namespace ctflow::data {
@@ -144,22 +145,7 @@ namespace detail {
 inline bool file_exists(const std::string& p) { return ::access(p.c_str(), R_OK) == 0; }
 
 /// The four files of an MNIST-format directory, gzip'ed or not.
-inline std::pair<mnist_split, mnist_split> load_mnist_format(const std::string& dir, const char* what) {
-  const auto path = [&](const std::string& stem) {
-    const std::string base = dir + "/" + stem;
-    if (file_exists(base + ".gz")) return base + ".gz";
-    if (file_exists(base)) return base;
-    throw io_error(std::string(what) + ": neither " + base + ".gz nor " + base + " can be read");
-  };
-  const auto split = [&](const char* images, const char* labels) {
-    auto x = data::read_idx<std::uint8_t, mnist_images::shape_type>(path(images));  // [n,28,28] checked there
-    auto y = data::read_idx<std::uint8_t, mnist_labels::shape_type>(path(labels));
-    if (x.dims()[0] != y.dims()[0])
-      throw io_error(std::string(what) + ": " + std::to_string(x.dims()[0]) + " images but " + std::to_string(y.dims()[0]) + " labels in " + dir);
-    return mnist_split{std::move(x), std::move(y)};
-  };
-  return {split("train-images-idx3-ubyte", "train-labels-idx1-ubyte"), split("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")};
-}
+CTFLOW_DECL std::pair<mnist_split, mnist_split> load_mnist_format(const std::string& dir, const char* what);
 
 }  // namespace detail
 
@@ -180,3 +166,7 @@ inline std::pair<mnist_split, mnist_split> load_data(const std::string& dir) {
 }  // namespace mnist
 
 }  // namespace ctflow::datasets
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#include <ctflow/data/impl/idx.ipp>
+#endif

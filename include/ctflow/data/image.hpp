@@ -5,12 +5,6 @@
 /// Rec. 709 weights, alpha is dropped or set opaque). Corrupt or oversized data gives io_error.
 
 #include <cstddef>
-#include <cstdio>  // jpeglib.h uses size_t and FILE without including their headers
-
-#include <jpeglib.h>
-#include <png.h>
-
-#include <csetjmp>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -18,6 +12,7 @@
 #include <vector>
 
 #include <ctflow/core/tensor.hpp>
+#include <ctflow/detail/linkage.hpp>
 
 namespace ctflow::io {
 
@@ -29,146 +24,30 @@ inline constexpr std::size_t max_image_bytes = std::size_t(1) << 30;
 
 namespace detail {
 
-[[noreturn]] inline void image_error(const char* op, const std::string& why) { throw io_error(std::string(op) + ": " + why); }
-
-inline void check_channels(const char* op, int channels, bool png) {
-  if (channels == 0 || channels == 1 || channels == 3 || channels == 4 || (png && channels == 2)) return;
-  throw value_error(std::string(op) + ": channels must be 0, 1, " + (png ? "2, " : "") + "3 or 4, got " + std::to_string(channels));
-}
-
-inline void check_size(const char* op, std::size_t h, std::size_t w, std::size_t c) {
-  if (h == 0 || w == 0) image_error(op, "empty image (" + std::to_string(h) + "x" + std::to_string(w) + ")");
-  if (h > max_image_bytes / w / c) image_error(op, "image of " + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c) + " exceeds max_image_bytes");
-}
-
+[[noreturn]] CTFLOW_DECL void image_error(const char* op, const std::string& why);
+CTFLOW_DECL void check_channels(const char* op, int channels, bool png);
+CTFLOW_DECL void check_size(const char* op, std::size_t h, std::size_t w, std::size_t c);
 /// Converts pixels of `from` channels (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA) to `to` channels.
-inline Image convert_channels(const std::uint8_t* in, std::size_t h, std::size_t w, int from, int to) {
-  Image out({h, w, std::size_t(to)});
-  std::uint8_t* o = out.data();
-  for (std::size_t i = 0; i < h * w; ++i, in += from, o += to) {
-    const bool color = from >= 3;
-    const std::uint8_t alpha = (from == 2 || from == 4) ? in[from - 1] : 255;
-    std::uint8_t r = in[0], g = color ? in[1] : in[0], b = color ? in[2] : in[0];
-    if (to <= 2) {
-      const std::uint8_t gray = color ? std::uint8_t((6968u * r + 23434u * g + 2366u * b + 16384u) >> 15) : r;
-      o[0] = gray;
-      if (to == 2) o[1] = alpha;
-    } else {
-      o[0] = r; o[1] = g; o[2] = b;
-      if (to == 4) o[3] = alpha;
-    }
-  }
-  return out;
-}
+CTFLOW_DECL Image convert_channels(const std::uint8_t* in, std::size_t h, std::size_t w, int from, int to);
+/// The PNG file of contiguous uint8 pixels [h, w, c].
+CTFLOW_DECL std::string encode_png(const std::uint8_t* pixels, const dims_t<3>& d);
 
 }  // namespace detail
 
 /// @brief tf.io.decode_png (8-bit output; 16-bit files are reduced to 8 bits).
-inline Image decode_png(std::string_view contents, int channels = 0) {
-  constexpr const char* op = "ctflow::io::decode_png";
-  detail::check_channels(op, channels, true);
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&img, contents.data(), contents.size()))
-    detail::image_error(op, std::string("cannot read the PNG header: ") + img.message);
-  const int file_channels = int(PNG_IMAGE_SAMPLE_CHANNELS(img.format));
-  static constexpr png_uint_32 formats[] = {0, PNG_FORMAT_GRAY, PNG_FORMAT_GA, PNG_FORMAT_RGB, PNG_FORMAT_RGBA};
-  img.format = formats[file_channels];
-  const std::size_t h = img.height, w = img.width, c = std::size_t(file_channels);
-  try {
-    detail::check_size(op, h, w, c);
-  } catch (...) {
-    png_image_free(&img);
-    throw;
-  }
-  std::vector<std::uint8_t> pixels(h * w * c);
-  if (!png_image_finish_read(&img, nullptr, pixels.data(), 0, nullptr)) {
-    const std::string why = img.message;
-    png_image_free(&img);
-    detail::image_error(op, "corrupt PNG data: " + why);
-  }
-  return detail::convert_channels(pixels.data(), h, w, file_channels, channels == 0 ? file_channels : channels);
-}
+CTFLOW_DECL Image decode_png(std::string_view contents, int channels = 0);
 
 /// @brief tf.io.encode_png of a uint8 image [height, width, channels] with 1 to 4 channels.
 template <class S> std::string encode_png(const Tensor<std::uint8_t, S>& image) {
-  constexpr const char* op = "ctflow::io::encode_png";
   static_assert(S::rank == 3, "ctflow::io::encode_png: the image must be [height, width, channels]");
-  const auto d = image.dims();
-  if (d[2] < 1 || d[2] > 4) throw shape_error(std::string(op) + ": 1 to 4 channels, got " + format_dims(d));
-  if (d[0] == 0 || d[1] == 0 || d[0] > 0x7FFFFFFF || d[1] > 0x7FFFFFFF) throw shape_error(std::string(op) + ": cannot encode an image of shape " + format_dims(d));
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  img.width = png_uint_32(d[1]);
-  img.height = png_uint_32(d[0]);
-  static constexpr png_uint_32 formats[] = {0, PNG_FORMAT_GRAY, PNG_FORMAT_GA, PNG_FORMAT_RGB, PNG_FORMAT_RGBA};
-  img.format = formats[d[2]];
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&img, nullptr, &size, 0, image.data(), 0, nullptr))
-    detail::image_error(op, std::string("cannot encode: ") + img.message);
-  std::string out(size, '\0');
-  if (!png_image_write_to_memory(&img, out.data(), &size, 0, image.data(), 0, nullptr))
-    detail::image_error(op, std::string("cannot encode: ") + img.message);
-  out.resize(size);
-  return out;
+  return detail::encode_png(image.data(), image.dims());
 }
-
-namespace detail {
-struct jpeg_failure {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-}  // namespace detail
 
 /// @brief tf.io.decode_jpeg (channels 0: the file's, 1 or 3).
-inline Image decode_jpeg(std::string_view contents, int channels = 0) {
-  constexpr const char* op = "ctflow::io::decode_jpeg";
-  detail::check_channels(op, channels, false);
-  if (channels == 4) throw value_error(std::string(op) + ": channels must be 0, 1 or 3");
-  jpeg_decompress_struct cinfo{};
-  detail::jpeg_failure err{};
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = [](j_common_ptr c) {
-    auto* e = reinterpret_cast<detail::jpeg_failure*>(c->err);
-    (*c->err->format_message)(c, e->message);
-    std::longjmp(e->jump, 1);
-  };
-  err.mgr.emit_message = [](j_common_ptr, int) {};  // warnings (e.g. corrupt restart markers) are not fatal
-  // Everything that owns memory lives outside the setjmp scope: a longjmp skips no destructor.
-  std::vector<std::uint8_t> pixels;
-  std::size_t h = 0, w = 0, c = 0;
-  std::string failure;
-  if (setjmp(err.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    detail::image_error(op, std::string("corrupt JPEG data: ") + err.message);
-  }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(contents.data()), static_cast<unsigned long>(contents.size()));
-  jpeg_read_header(&cinfo, TRUE);
-  if (cinfo.num_components != 1 && cinfo.num_components != 3) failure = "JPEG with " + std::to_string(cinfo.num_components) + " components is not supported";
-  else {
-    const int want = channels == 0 ? cinfo.num_components : channels;
-    cinfo.out_color_space = want == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_start_decompress(&cinfo);
-    h = cinfo.output_height;
-    w = cinfo.output_width;
-    c = std::size_t(cinfo.output_components);
-    if (h == 0 || w == 0 || h > max_image_bytes / w / c) failure = "image of " + std::to_string(h) + "x" + std::to_string(w) + " exceeds max_image_bytes";
-    else {
-      pixels.resize(h * w * c);
-      while (cinfo.output_scanline < cinfo.output_height) {
-        JSAMPROW row = pixels.data() + std::size_t(cinfo.output_scanline) * w * c;
-        jpeg_read_scanlines(&cinfo, &row, 1);
-      }
-      jpeg_finish_decompress(&cinfo);
-    }
-  }
-  jpeg_destroy_decompress(&cinfo);
-  if (!failure.empty()) detail::image_error(op, failure);
-  Image out({h, w, c});
-  std::memcpy(out.data(), pixels.data(), pixels.size());
-  return out;
-}
+CTFLOW_DECL Image decode_jpeg(std::string_view contents, int channels = 0);
 
 }  // namespace ctflow::io
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#include <ctflow/data/impl/image.ipp>
+#endif

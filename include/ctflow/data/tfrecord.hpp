@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <ctflow/detail/file.hpp>
+#include <ctflow/detail/linkage.hpp>
 #include <ctflow/detail/record.hpp>
 #include <ctflow/data/dataset.hpp>
 
@@ -37,27 +38,16 @@ class TFRecordWriter {
         exceptions_(std::uncaught_exceptions()) {}
   TFRecordWriter(const std::string& path, const std::string& compression_type)
       : TFRecordWriter(path, TFRecordOptions{compression_type}) {}
-  ~TFRecordWriter() {
-    if (!closed_ && std::uncaught_exceptions() == exceptions_) {
-      try { close(); } catch (...) {}
-    }
-  }
+  ~TFRecordWriter();
   TFRecordWriter(const TFRecordWriter&) = delete;
   TFRecordWriter& operator=(const TFRecordWriter&) = delete;
 
   /// @brief Appends one record (tf.io.TFRecordWriter.write); value_error after close.
-  void write(std::string_view record) {
-    if (closed_) throw value_error("ctflow::io::TFRecordWriter: write after close");
-    detail::write_record([&](const void* p, std::size_t n) { out_.write(p, n); }, record);
-  }
+  void write(std::string_view record);
   /// @brief Pushes buffered bytes to the temporary file (the file appears only on close).
   void flush() { out_.flush(); }
   /// @brief Completes the file: fsync'ed and renamed into place. Later writes are errors.
-  void close() {
-    if (closed_) return;
-    closed_ = true;
-    out_.commit();
-  }
+  void close();
 
  private:
   ctflow::detail::atomic_output out_;
@@ -106,13 +96,7 @@ template <class Source> class record_reader {
 }  // namespace detail
 
 /// @brief Every record of TFRecord bytes held in memory (tests, fuzzing, embedded data).
-inline std::vector<std::string> read_tfrecords(std::span<const std::uint8_t> bytes, const std::string& name = "<memory>") {
-  ctflow::detail::input_memory src(bytes, name);
-  detail::record_reader reader(src);
-  std::vector<std::string> records;
-  for (std::string r; reader.next(r);) records.push_back(r);
-  return records;
-}
+CTFLOW_DECL std::vector<std::string> read_tfrecords(std::span<const std::uint8_t> bytes, const std::string& name = "<memory>");
 
 }  // namespace ctflow::io
 
@@ -159,3 +143,7 @@ auto TFRecordDataset(const S& filename, const std::string& compression_type = ""
 }
 
 }  // namespace ctflow::data
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#include <ctflow/data/impl/tfrecord.ipp>
+#endif

@@ -363,4 +363,17 @@ template <class T> void filter_direct(const geometry& g, const T* x, const T* dy
   else filter_direct<T, 6, 4>(g, x, dy, df);
 }
 
+// The float32 and float64 instances of this file's entry points are compiled once per program,
+// by <ctflow/compiled/core.hpp>, where it is built with CTFLOW_SEPARATE_COMPILATION; its other
+// translation units only call them.
+#define CTFLOW_CONV_INSTANCES(KIND, T)                                                          \
+  KIND void col2im<T>(const geometry&, const T*, T*);                                           \
+  KIND ctflow::detail::buffer<T> patches<T>(const geometry&, const T*);                         \
+  KIND void forward_direct<T>(const geometry&, const T*, const T*, T*);                         \
+  KIND void filter_direct<T>(const geometry&, const T*, const T*, T*);
+#if defined(CTFLOW_SEPARATE_COMPILATION)
+CTFLOW_CONV_INSTANCES(extern template, float)
+CTFLOW_CONV_INSTANCES(extern template, double)
+#endif
+
 }  // namespace ctflow::backend::cpu::conv

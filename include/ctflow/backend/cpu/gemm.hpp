@@ -498,4 +498,17 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_
   }
 }
 
+// The float32 and float64 instances of this file's entry points are compiled once per program,
+// by <ctflow/compiled/core.hpp>, where it is built with CTFLOW_SEPARATE_COMPILATION; its other
+// translation units only call them.
+#define CTFLOW_GEMM_INSTANCES(KIND, T)                                                                                           \
+  KIND void gemm<T>(std::size_t, std::size_t, std::size_t, const T*, std::ptrdiff_t, std::ptrdiff_t, const T*, std::ptrdiff_t,    \
+                    std::ptrdiff_t, T*, std::ptrdiff_t, bool);                                                                    \
+  KIND void packed<T>(std::size_t, std::size_t, std::size_t, const T*, std::ptrdiff_t, std::ptrdiff_t, const T*, std::ptrdiff_t,  \
+                      std::ptrdiff_t, T*, std::ptrdiff_t, bool);
+#if defined(CTFLOW_SEPARATE_COMPILATION)
+CTFLOW_GEMM_INSTANCES(extern template, float)
+CTFLOW_GEMM_INSTANCES(extern template, double)
+#endif
+
 }  // namespace ctflow::backend::cpu::gemm

@@ -344,4 +344,16 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
   }
 }
 
+// The float32 and float64 instances of this file's entry points are compiled once per program,
+// by <ctflow/compiled/core.hpp>, where it is built with CTFLOW_SEPARATE_COMPILATION; its other
+// translation units only call them.
+#define CTFLOW_WINOGRAD_INSTANCES(KIND, T)                           \
+  KIND void forward<T>(const geometry&, const T*, const T*, T*);     \
+  KIND void input_gradient<T>(const geometry&, const T*, const T*, T*); \
+  KIND void filter<T>(const geometry&, const T*, const T*, T*);
+#if defined(CTFLOW_SEPARATE_COMPILATION)
+CTFLOW_WINOGRAD_INSTANCES(extern template, float)
+CTFLOW_WINOGRAD_INSTANCES(extern template, double)
+#endif
+
 }  // namespace ctflow::backend::cpu::winograd

@@ -143,220 +143,255 @@ template <class T, class F> void each_output_row_accumulating(const nn::detail::
   });
 }
 
-template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, nn::padding Pad, bool Max> struct kernel<nn::detail::pool_op<T, SX, KH, KW, SH, SW, Pad, Max>> : nn::detail::pool_op<T, SX, KH, KW, SH, SW, Pad, Max> {
-  using op = nn::detail::pool_op<T, SX, KH, KW, SH, SW, Pad, Max>;
-  using op::g;
-  void run(T* out, const expr::strided_view<T, 4>& x) const { run(out, static_cast<typename nn::detail::max_pool_saved<T, KH, KW>::saved_type*>(nullptr), x); }
-  /// One output row at a time, in two passes that read memory in order: the window's rows are
-  /// combined into one row (`across`, in cache), then each window's columns of it. A NaN never
-  /// wins, as in TensorFlow. With `saved` (max pooling under value_and_grad), each window is
-  /// instead read once, straight from x, and its maximum (its columns' maxima combined, the
-  /// order of the two passes) and then the position of its first element equal to it, in
-  /// row-major order, are found from the same loads: (y - y0) * KW + (x - x0) from the window's
-  /// clipped corner, none where no element is (every one NaN). Every element has to be compared
-  /// with the maximum anyway, so the `across` pass would only add work. MaxPoolGradWithArgmax
-  /// then needs neither x nor y.
-  template <class P = typename nn::detail::max_pool_saved<T, KH, KW>::saved_type> void run(T* out, P* saved, const expr::strided_view<T, 4>& x) const {
-    using V = compute_t<T>;
-    const std::size_t row = g.w * g.c, c = g.c;
-    const bool ahead = exceeds_cache<T>(g), direct = Max && saved;
-    parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
-      ctflow::detail::buffer<V> across_rows(direct ? 0 : row, false);
-      V* const across = across_rows.data();
-      for (std::size_t r = b; r < e; ++r) {
-        const std::size_t n = r / g.oh, oy = r % g.oh;
-        std::size_t y0, y1, x0, x1;
-        g.window(oy, 0, y0, y1, x0, x1);
-        const std::size_t height = y1 - y0;
-        const T* first = x.data + (n * g.h + y0) * row;
-        if (!direct) on_extent<KH>(height, [&](auto rows) {
-          each_channel_vector<T>(row, [&](std::size_t i, auto load, auto store) {
-            using B = decltype(load(first));
-            const std::size_t pitch = row;  // a local: the store below may alias the captures
-            B acc(Max ? -std::numeric_limits<V>::infinity() : V(0));
-            for (std::size_t k = 0; k < rows; ++k) {
-              const B v = load(first + k * pitch + i);
+/// The kernels of pooling take the geometry at run time; window extents are template arguments
+/// (each_channel_vector's loops over a window unroll on them), the input's shape is not.
+/// Max (or average) pooling with KH x KW windows, one output row at a time, in two passes that read memory in order: the window's rows are
+/// combined into one row (`across`, in cache), then each window's columns of it. A NaN never
+/// wins, as in TensorFlow. With `saved` (max pooling under value_and_grad), each window is
+/// instead read once, straight from x, and its maximum (its columns' maxima combined, the
+/// order of the two passes) and then the position of its first element equal to it, in
+/// row-major order, are found from the same loads: (y - y0) * KW + (x - x0) from the window's
+/// clipped corner, none where no element is (every one NaN). Every element has to be compared
+/// with the maximum anyway, so the `across` pass would only add work. MaxPoolGradWithArgmax
+/// then needs neither x nor y.
+template <class T, std::size_t KH, std::size_t KW, bool Max, class P>
+void pool_forward(const nn::detail::pool_geometry& g, T* out, P* saved, const T* x) {
+  using V = compute_t<T>;
+  const std::size_t row = g.w * g.c, c = g.c;
+  const bool ahead = exceeds_cache<T>(g), direct = Max && saved;
+  parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
+    ctflow::detail::buffer<V> across_rows(direct ? 0 : row, false);
+    V* const across = across_rows.data();
+    for (std::size_t r = b; r < e; ++r) {
+      const std::size_t n = r / g.oh, oy = r % g.oh;
+      std::size_t y0, y1, x0, x1;
+      g.window(oy, 0, y0, y1, x0, x1);
+      const std::size_t height = y1 - y0;
+      const T* first = x + (n * g.h + y0) * row;
+      if (!direct) on_extent<KH>(height, [&](auto rows) {
+        each_channel_vector<T>(row, [&](std::size_t i, auto load, auto store) {
+          using B = decltype(load(first));
+          const std::size_t pitch = row;  // a local: the store below may alias the captures
+          B acc(Max ? -std::numeric_limits<V>::infinity() : V(0));
+          for (std::size_t k = 0; k < rows; ++k) {
+            const B v = load(first + k * pitch + i);
+            if constexpr (Max) acc = max_of(v, acc);
+            else acc = acc + v;
+          }
+          store(across + i, acc);
+        });
+      });
+      // The input rows the next output row adds, prefetched a window's share at a time while
+      // this row's windows are computed (when they come from memory).
+      const char* next = nullptr;
+      std::size_t next_bytes = 0, share = 0;
+      if (ahead && r + 1 < e) {
+        std::size_t ny0, ny1, nx0, nx1;
+        g.window((r + 1) % g.oh, 0, ny0, ny1, nx0, nx1);
+        const std::size_t nn = (r + 1) / g.oh, from = nn == n ? std::max(ny0, y1) : ny0;
+        next = reinterpret_cast<const char*>(x + (nn * g.h + from) * row);
+        next_bytes = ny1 > from ? (ny1 - from) * row * sizeof(T) : 0;
+        share = (next_bytes / g.ow + 63) / 64 * 64;
+      }
+      T* o = out + r * g.ow * c;
+      P* at = saved ? saved + r * g.ow * c : nullptr;
+      for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
+        if (ox * share < next_bytes) prefetch(next + ox * share, std::min(share, next_bytes - ox * share));
+        g.window(oy, ox, y0, y1, x0, x1);
+        if (direct) {
+          on_extent<KH>(height, [&](auto rows) {
+            on_extent<KW>(x1 - x0, [&](auto cols) {
+              each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+                using B = decltype(load(first));
+                // Locals, not captures: the stores below may alias whatever the closures refer to.
+                const T* const corner = first + x0 * c + c0;
+                const std::size_t step = c, pitch = row;
+                B acc(-std::numeric_limits<V>::infinity());
+                for (std::size_t j = 0; j < cols; ++j) {
+                  B column(-std::numeric_limits<V>::infinity());
+                  for (std::size_t k = 0; k < rows; ++k) column = max_of(load(corner + k * pitch + j * step), column);
+                  acc = j == 0 ? column : max_of(column, acc);
+                }
+                // Backwards, so that the first match in row-major order is the one kept.
+                B pos(V(-1));
+                for (std::size_t k = rows; k-- > 0;)
+                  for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
+                store(o + c0, acc);
+                store_positions(at + ox * step + c0, pos, std::min(lanes<T>, step - c0), store);
+              });
+            });
+          });
+          continue;
+        }
+        const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
+        const V* window = across + x0 * c;
+        on_extent<KW>(x1 - x0, [&](auto cols) {
+          each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+            using B = decltype(load(window));
+            const std::size_t step = c;
+            B acc = load(window + c0);
+            for (std::size_t j = 1; j < cols; ++j) {
+              const B v = load(window + j * step + c0);
               if constexpr (Max) acc = max_of(v, acc);
               else acc = acc + v;
             }
-            store(across + i, acc);
+            store(o + c0, Max ? acc : acc * B(scale));
           });
         });
-        // The input rows the next output row adds, prefetched a window's share at a time while
-        // this row's windows are computed (when they come from memory).
-        const char* next = nullptr;
-        std::size_t next_bytes = 0, share = 0;
-        if (ahead && r + 1 < e) {
-          std::size_t ny0, ny1, nx0, nx1;
-          g.window((r + 1) % g.oh, 0, ny0, ny1, nx0, nx1);
-          const std::size_t nn = (r + 1) / g.oh, from = nn == n ? std::max(ny0, y1) : ny0;
-          next = reinterpret_cast<const char*>(x.data + (nn * g.h + from) * row);
-          next_bytes = ny1 > from ? (ny1 - from) * row * sizeof(T) : 0;
-          share = (next_bytes / g.ow + 63) / 64 * 64;
-        }
-        T* o = out + r * g.ow * c;
-        P* at = saved ? saved + r * g.ow * c : nullptr;
-        for (std::size_t ox = 0; ox < g.ow; ++ox, o += c) {
-          if (ox * share < next_bytes) prefetch(next + ox * share, std::min(share, next_bytes - ox * share));
-          g.window(oy, ox, y0, y1, x0, x1);
-          if (direct) {
-            on_extent<KH>(height, [&](auto rows) {
-              on_extent<KW>(x1 - x0, [&](auto cols) {
-                each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
-                  using B = decltype(load(first));
-                  // Locals, not captures: the stores below may alias whatever the closures refer to.
-                  const T* const corner = first + x0 * c + c0;
-                  const std::size_t step = c, pitch = row;
-                  B acc(-std::numeric_limits<V>::infinity());
-                  for (std::size_t j = 0; j < cols; ++j) {
-                    B column(-std::numeric_limits<V>::infinity());
-                    for (std::size_t k = 0; k < rows; ++k) column = max_of(load(corner + k * pitch + j * step), column);
-                    acc = j == 0 ? column : max_of(column, acc);
-                  }
-                  // Backwards, so that the first match in row-major order is the one kept.
-                  B pos(V(-1));
-                  for (std::size_t k = rows; k-- > 0;)
-                    for (std::size_t j = cols; j-- > 0;) pos = select(load(corner + k * pitch + j * step) == acc, B(V(k * KW + j)), pos);
-                  store(o + c0, acc);
-                  store_positions(at + ox * step + c0, pos, std::min(lanes<T>, step - c0), store);
-                });
-              });
-            });
-            continue;
-          }
-          const V scale = Max ? V(1) : V(1) / V((y1 - y0) * (x1 - x0));  // the valid elements only, as TensorFlow
-          const V* window = across + x0 * c;
-          on_extent<KW>(x1 - x0, [&](auto cols) {
-            each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
-              using B = decltype(load(window));
-              const std::size_t step = c;
-              B acc = load(window + c0);
-              for (std::size_t j = 1; j < cols; ++j) {
-                const B v = load(window + j * step + c0);
-                if constexpr (Max) acc = max_of(v, acc);
-                else acc = acc + v;
-              }
-              store(o + c0, Max ? acc : acc * B(scale));
-            });
-          });
-        }
       }
-    });
+    }
+  });
+}
+
+/// MaxPoolGrad (ops/nn/pool.hpp) with windows KW wide.
+template <class T, std::size_t KW>
+void max_pool_grad(const nn::detail::pool_geometry& g, T* out, const T* x, const T* y, const T* dy) {
+  using V = compute_t<T>;
+  const std::size_t row = g.w * g.c, c = g.c, out_row = g.ow * g.c;
+  const bool ahead = exceeds_cache<T>(g);
+  each_output_row_accumulating(g, out, out_row, [&](std::size_t n, std::size_t oy, V* const* rows, V* left, auto&& flush) {
+    const std::size_t at = (n * g.oh + oy) * out_row;
+    const bool next_row = at + out_row < g.n * g.oh * out_row;
+    each_channel_vector<T>(out_row, [&](std::size_t i, auto load, auto store) { store(left + i, load(dy + at + i)); });
+    std::size_t y0, y1, x0, x1;
+    g.window(oy, 0, y0, y1, x0, x1);
+    for (std::size_t yy = y0; yy < y1; ++yy) {
+      const T* in = x + (n * g.h + yy) * row;
+      V* const acc_row = rows[yy];
+      for (std::size_t ox = 0; ox < g.ow; ++ox) {
+        std::size_t wy0, wy1;
+        g.window(oy, ox, wy0, wy1, x0, x1);
+        if (ahead) {
+          prefetch(reinterpret_cast<const char*>(in + x0 * c) + prefetch_distance, g.sw * c * sizeof(T));
+          if (yy == y0 && next_row)  // y and dy of the next output row, as this one goes
+            for (const T* p : {y, dy}) prefetch(p + at + out_row + ox * c, c * sizeof(T));
+        }
+        on_extent<KW>(x1 - x0, [&](auto cols) {
+          each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+            using B = decltype(load(x));
+            // Locals, not captures: the stores below may alias whatever the closures refer to.
+            const std::size_t step = c, o = ox * c + c0;
+            const T* px = in + x0 * c + c0;
+            V* const pa = acc_row + x0 * c + c0;
+            V* const pl = left + o;
+            const B top = load(y + at + o), zero(0);
+            B l = load(pl);
+            for (std::size_t j = 0; j < cols; ++j) {
+              const auto eq = load(px + j * step) == top;
+              store(pa + j * step, load(pa + j * step) + select(eq, l, zero));
+              l = select(eq, zero, l);
+            }
+            store(pl, l);
+          });
+        });
+        if (yy == y0) flush(ox, g.ow);
+      }
+    }
+  });
+}
+
+/// MaxPoolGradWithArgmax (ops/nn/pool.hpp) with KH x KW windows, from the positions P the forward pass saved.
+template <class T, std::size_t KH, std::size_t KW, class P>
+void max_pool_argmax_grad(const nn::detail::pool_geometry& g, T* out, const T* dy, const P* saved) {
+  using V = compute_t<T>;
+  const std::size_t c = g.c, out_row = g.ow * g.c;
+  const bool ahead = exceeds_cache<T>(g);
+  each_output_row_accumulating(g, out, 0, [&](std::size_t n, std::size_t oy, V* const* rows, V*, auto&& flush) {
+    const std::size_t at = (n * g.oh + oy) * out_row;
+    const bool next_row = at + out_row < g.n * g.oh * out_row;
+    std::size_t y0, y1, x0, x1;
+    g.window(oy, 0, y0, y1, x0, x1);
+    V* const* const window_rows = rows + y0;
+    for (std::size_t ox = 0; ox < g.ow; ++ox) {
+      g.window(oy, ox, y0, y1, x0, x1);
+      if (ahead && next_row) {  // the next output row's dy and positions, as this one goes
+        prefetch(dy + at + out_row + ox * c, c * sizeof(T));
+        prefetch(saved + at + out_row + ox * c, c * sizeof(P));
+      }
+      on_extent<KH>(y1 - y0, [&](auto height) {
+        on_extent<KW>(x1 - x0, [&](auto cols) {
+          each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+            using B = decltype(load(dy));
+            // Locals, not captures: the stores below may alias whatever the closures refer to.
+            const std::size_t step = c, o = at + ox * c + c0, corner = x0 * c + c0;
+            const B d = load(dy + o), pos = load_positions<B>(saved + o, std::min(lanes<T>, step - c0), load);
+            for (std::size_t k = 0; k < height; ++k) {
+              V* const pa = window_rows[k] + corner;
+              for (std::size_t j = 0; j < cols; ++j) {  // a masked add: the other lanes keep their bits
+                const B acc = load(pa + j * step);
+                store(pa + j * step, select(pos == B(V(k * KW + j)), acc + d, acc));
+              }
+            }
+          });
+        });
+      });
+      flush(ox, g.ow);
+    }
+  });
+}
+
+/// AvgPoolGrad (ops/nn/pool.hpp).
+template <class T> void avg_pool_grad(const nn::detail::pool_geometry& g, T* out, const T* dy) {
+  using V = compute_t<T>;
+  each_output_row_accumulating(g, out, 0, [&](std::size_t n, std::size_t oy, V* const* rows, V*, auto&& flush) {
+    for (std::size_t ox = 0; ox < g.ow; ++ox) {
+      std::size_t y0, y1, x0, x1;
+      g.window(oy, ox, y0, y1, x0, x1);
+      const T* d = dy + ((n * g.oh + oy) * g.ow + ox) * g.c;
+      const V scale = V(1) / V((y1 - y0) * (x1 - x0));
+      for (std::size_t yy = y0; yy < y1; ++yy)
+        for (std::size_t xx = x0; xx < x1; ++xx) {
+          V* o = rows[yy] + xx * g.c;
+          for (std::size_t c = 0; c < g.c; ++c) o[c] += V(d[c]) * scale;
+        }
+      flush(ox, g.ow);
+    }
+  });
+}
+
+/// The windows whose kernels are compiled once per program with CTFLOW_SEPARATE_COMPILATION
+/// (<ctflow/compiled/core.hpp>): 2 x 2 and 3 x 3, the common ones, for float32 and float64.
+#define CTFLOW_POOL_INSTANCES_K(KIND, T, K)                                                                         \
+  KIND void pool_forward<T, K, K, true, nn::detail::max_pool_saved<T, K, K>::saved_type>(                           \
+      const nn::detail::pool_geometry&, T*, nn::detail::max_pool_saved<T, K, K>::saved_type*, const T*);            \
+  KIND void pool_forward<T, K, K, false, nn::detail::max_pool_saved<T, K, K>::saved_type>(                          \
+      const nn::detail::pool_geometry&, T*, nn::detail::max_pool_saved<T, K, K>::saved_type*, const T*);            \
+  KIND void max_pool_grad<T, K>(const nn::detail::pool_geometry&, T*, const T*, const T*, const T*);                 \
+  KIND void max_pool_argmax_grad<T, K, K, nn::detail::max_pool_saved<T, K, K>::saved_type>(                         \
+      const nn::detail::pool_geometry&, T*, const T*, const nn::detail::max_pool_saved<T, K, K>::saved_type*);
+#define CTFLOW_POOL_INSTANCES(KIND, T)   \
+  CTFLOW_POOL_INSTANCES_K(KIND, T, 2)    \
+  CTFLOW_POOL_INSTANCES_K(KIND, T, 3)    \
+  KIND void avg_pool_grad<T>(const nn::detail::pool_geometry&, T*, const T*);
+#if defined(CTFLOW_SEPARATE_COMPILATION)
+CTFLOW_POOL_INSTANCES(extern template, float)
+CTFLOW_POOL_INSTANCES(extern template, double)
+#endif
+
+template <class T, class SX, std::size_t KH, std::size_t KW, std::size_t SH, std::size_t SW, nn::padding Pad, bool Max> struct kernel<nn::detail::pool_op<T, SX, KH, KW, SH, SW, Pad, Max>> : nn::detail::pool_op<T, SX, KH, KW, SH, SW, Pad, Max> {
+  using saved_positions = typename nn::detail::max_pool_saved<T, KH, KW>::saved_type;
+  void run(T* out, const expr::strided_view<T, 4>& x) const { run(out, static_cast<saved_positions*>(nullptr), x); }
+  /// With `saved`: max pooling under value_and_grad, which also leaves each window's position.
+  void run(T* out, saved_positions* saved, const expr::strided_view<T, 4>& x) const {
+    pool_forward<T, KH, KW, Max, saved_positions>(this->g, out, saved, x.data);
   }
 };
 
 template <class T, class SX, std::size_t KH, std::size_t KW> struct kernel<nn::detail::max_pool_grad_op<T, SX, KH, KW>> : nn::detail::max_pool_grad_op<T, SX, KH, KW> {
-  using op = nn::detail::max_pool_grad_op<T, SX, KH, KW>;
-  using op::g;
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& y, const expr::strided_view<T, 4>& dy) const {
-    using V = compute_t<T>;
-    const std::size_t row = g.w * g.c, c = g.c, out_row = g.ow * g.c;
-    const bool ahead = exceeds_cache<T>(g);
-    each_output_row_accumulating(g, out, out_row, [&](std::size_t n, std::size_t oy, V* const* rows, V* left, auto&& flush) {
-      const std::size_t at = (n * g.oh + oy) * out_row;
-      const bool next_row = at + out_row < g.n * g.oh * out_row;
-      each_channel_vector<T>(out_row, [&](std::size_t i, auto load, auto store) { store(left + i, load(dy.data + at + i)); });
-      std::size_t y0, y1, x0, x1;
-      g.window(oy, 0, y0, y1, x0, x1);
-      for (std::size_t yy = y0; yy < y1; ++yy) {
-        const T* in = x.data + (n * g.h + yy) * row;
-        V* const acc_row = rows[yy];
-        for (std::size_t ox = 0; ox < g.ow; ++ox) {
-          std::size_t wy0, wy1;
-          g.window(oy, ox, wy0, wy1, x0, x1);
-          if (ahead) {
-            prefetch(reinterpret_cast<const char*>(in + x0 * c) + prefetch_distance, g.sw * c * sizeof(T));
-            if (yy == y0 && next_row)  // y and dy of the next output row, as this one goes
-              for (const T* p : {y.data, dy.data}) prefetch(p + at + out_row + ox * c, c * sizeof(T));
-          }
-          on_extent<KW>(x1 - x0, [&](auto cols) {
-            each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
-              using B = decltype(load(x.data));
-              // Locals, not captures: the stores below may alias whatever the closures refer to.
-              const std::size_t step = c, o = ox * c + c0;
-              const T* px = in + x0 * c + c0;
-              V* const pa = acc_row + x0 * c + c0;
-              V* const pl = left + o;
-              const B top = load(y.data + at + o), zero(0);
-              B l = load(pl);
-              for (std::size_t j = 0; j < cols; ++j) {
-                const auto eq = load(px + j * step) == top;
-                store(pa + j * step, load(pa + j * step) + select(eq, l, zero));
-                l = select(eq, zero, l);
-              }
-              store(pl, l);
-            });
-          });
-          if (yy == y0) flush(ox, g.ow);
-        }
-      }
-    });
+    max_pool_grad<T, KW>(this->g, out, x.data, y.data, dy.data);
   }
 };
 
 template <class T, class SX, std::size_t KH, std::size_t KW> struct kernel<nn::detail::max_pool_argmax_grad_op<T, SX, KH, KW>> : nn::detail::max_pool_argmax_grad_op<T, SX, KH, KW> {
-  using op = nn::detail::max_pool_argmax_grad_op<T, SX, KH, KW>;
-  using typename op::positions;
-  using op::g;
+  using typename nn::detail::max_pool_argmax_grad_op<T, SX, KH, KW>::positions;
   void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<positions, 4>& saved) const {
-    using V = compute_t<T>;
-    const std::size_t c = g.c, out_row = g.ow * g.c;
-    const bool ahead = exceeds_cache<T>(g);
-    each_output_row_accumulating(g, out, 0, [&](std::size_t n, std::size_t oy, V* const* rows, V*, auto&& flush) {
-      const std::size_t at = (n * g.oh + oy) * out_row;
-      const bool next_row = at + out_row < g.n * g.oh * out_row;
-      std::size_t y0, y1, x0, x1;
-      g.window(oy, 0, y0, y1, x0, x1);
-      V* const* const window_rows = rows + y0;
-      for (std::size_t ox = 0; ox < g.ow; ++ox) {
-        g.window(oy, ox, y0, y1, x0, x1);
-        if (ahead && next_row) {  // the next output row's dy and positions, as this one goes
-          prefetch(dy.data + at + out_row + ox * c, c * sizeof(T));
-          prefetch(saved.data + at + out_row + ox * c, c * sizeof(positions));
-        }
-        on_extent<KH>(y1 - y0, [&](auto height) {
-          on_extent<KW>(x1 - x0, [&](auto cols) {
-            each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
-              using B = decltype(load(dy.data));
-              // Locals, not captures: the stores below may alias whatever the closures refer to.
-              const std::size_t step = c, o = at + ox * c + c0, corner = x0 * c + c0;
-              const B d = load(dy.data + o), pos = load_positions<B>(saved.data + o, std::min(lanes<T>, step - c0), load);
-              for (std::size_t k = 0; k < height; ++k) {
-                V* const pa = window_rows[k] + corner;
-                for (std::size_t j = 0; j < cols; ++j) {  // a masked add: the other lanes keep their bits
-                  const B acc = load(pa + j * step);
-                  store(pa + j * step, select(pos == B(V(k * KW + j)), acc + d, acc));
-                }
-              }
-            });
-          });
-        });
-        flush(ox, g.ow);
-      }
-    });
+    max_pool_argmax_grad<T, KH, KW, positions>(this->g, out, dy.data, saved.data);
   }
 };
 
 template <class T, class SX> struct kernel<nn::detail::avg_pool_grad_op<T, SX>> : nn::detail::avg_pool_grad_op<T, SX> {
-  using op = nn::detail::avg_pool_grad_op<T, SX>;
-  using op::g;
-  void run(T* out, const expr::strided_view<T, 4>& dy) const {
-    using V = compute_t<T>;
-    each_output_row_accumulating(g, out, 0, [&](std::size_t n, std::size_t oy, V* const* rows, V*, auto&& flush) {
-      for (std::size_t ox = 0; ox < g.ow; ++ox) {
-        std::size_t y0, y1, x0, x1;
-        g.window(oy, ox, y0, y1, x0, x1);
-        const T* d = dy.data + ((n * g.oh + oy) * g.ow + ox) * g.c;
-        const V scale = V(1) / V((y1 - y0) * (x1 - x0));
-        for (std::size_t yy = y0; yy < y1; ++yy)
-          for (std::size_t xx = x0; xx < x1; ++xx) {
-            V* o = rows[yy] + xx * g.c;
-            for (std::size_t c = 0; c < g.c; ++c) o[c] += V(d[c]) * scale;
-          }
-        flush(ox, g.ow);
-      }
-    });
-  }
+  void run(T* out, const expr::strided_view<T, 4>& dy) const { avg_pool_grad<T>(this->g, out, dy.data); }
 };
 
 }  // namespace ctflow::backend::cpu

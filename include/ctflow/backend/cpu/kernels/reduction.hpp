@@ -13,11 +13,11 @@ namespace ctflow::backend::cpu {
 
 /// Reduces contiguous `in` of extents `dims` over the axes marked in `reduced` into out (the
 /// mean when asked); 16-bit floats accumulate in float.
-template <template <class> class Op, class T, std::size_t R>
-void reduce_into(T* out, const T* in, const dims_t<R>& dims, const bool* reduced, bool mean) {
+template <template <class> class Op, class T>
+void reduce_into(T* out, const T* in, const std::size_t* dims, int rank, const bool* reduced, bool mean) {
   using V = compute_t<T>;
   std::size_t count = 1, n_out = 1, n_in = 1;
-  for (std::size_t i = 0; i < R; ++i) {
+  for (std::size_t i = 0; i < std::size_t(rank); ++i) {
     n_in *= dims[i];
     if (reduced[i]) count *= dims[i];
     else n_out *= dims[i];
@@ -28,22 +28,35 @@ void reduce_into(T* out, const T* in, const dims_t<R>& dims, const bool* reduced
     else return V(sum / V(count));
   };
   if constexpr (std::is_same_v<V, T>) {
-    reduce::run(Op<V>{}, in, dims.data(), reduced, int(R), out);
+    reduce::run(Op<V>{}, in, dims, reduced, rank, out);
     if (mean && count) for (std::size_t i = 0; i < n_out; ++i) out[i] = T(divide(out[i]));
   } else {
     ctflow::detail::buffer<V> wide(n_in, false), acc(n_out, false);
     std::copy_n(in, n_in, wide.data());
-    reduce::run(Op<V>{}, wide.data(), dims.data(), reduced, int(R), acc.data());
+    reduce::run(Op<V>{}, wide.data(), dims, reduced, rank, acc.data());
     for (std::size_t i = 0; i < n_out; ++i) out[i] = T(mean && count ? divide(acc.data()[i]) : acc.data()[i]);
   }
 }
+
+// The float32 and float64 instances of reduce_into are compiled once per program,
+// by <ctflow/compiled/core.hpp>, where it is built with CTFLOW_SEPARATE_COMPILATION; its other
+// translation units only call them.
+#define CTFLOW_REDUCE_INSTANCES(KIND, T)                                                                      \
+  KIND void reduce_into<ops::sum_op, T>(T*, const T*, const std::size_t*, int, const bool*, bool);           \
+  KIND void reduce_into<ops::prod_op, T>(T*, const T*, const std::size_t*, int, const bool*, bool);          \
+  KIND void reduce_into<ops::max_op, T>(T*, const T*, const std::size_t*, int, const bool*, bool);           \
+  KIND void reduce_into<ops::min_op, T>(T*, const T*, const std::size_t*, int, const bool*, bool);
+#if defined(CTFLOW_SEPARATE_COMPILATION)
+CTFLOW_REDUCE_INSTANCES(extern template, float)
+CTFLOW_REDUCE_INSTANCES(extern template, double)
+#endif
 
 template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, int... Axes> struct kernel<ops::reduce_op<Op, T, SIn, Keep, Mean, Axes...>> : ops::reduce_op<Op, T, SIn, Keep, Mean, Axes...> {
   using op = ops::reduce_op<Op, T, SIn, Keep, Mean, Axes...>;
   using typename op::axes;
   using op::RI;
   void run(T* out, const expr::strided_view<T, std::size_t(RI)>& in) const {
-    reduce_into<Op>(out, in.data, in.dims, axes::mask.data(), Mean);
+    reduce_into<Op>(out, in.data, in.dims.data(), RI, axes::mask.data(), Mean);
   }
 };
 
@@ -63,7 +76,7 @@ template <class T, class SG, class SO> struct kernel<ops::sum_to_op<T, SG, SO>> 
       any = any || (reduced[k] && g.dims[k] != 1);
     }
     if (!any) { std::copy_n(g.data, product(out_dims), out); return; }
-    reduce_into<ops::sum_op>(out, g.data, g.dims, reduced.data(), false);
+    reduce_into<ops::sum_op>(out, g.data, g.dims.data(), int(RG), reduced.data(), false);
   }
 };
 

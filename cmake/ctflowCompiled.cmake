@@ -1,0 +1,31 @@
+# ctflow_add_compiled_library(<name> [COMPONENTS data io]): a static library of ctflow's compiled
+# parts (the core's, and those of the components named; io brings data), for a program built with
+# CTFLOW_SEPARATE_COMPILATION (see include/ctflow/detail/linkage.hpp). Linking it defines that
+# macro for the program, whose translation units then neither parse nor compile what the library
+# holds. Give the library the instruction-set flags of the program (-march=...): it holds kernels.
+function(ctflow_add_compiled_library name)
+  cmake_parse_arguments(arg "" "" "COMPONENTS" ${ARGN})
+  set(components)
+  if("data" IN_LIST arg_COMPONENTS OR "io" IN_LIST arg_COMPONENTS)
+    list(APPEND components data)
+  endif()
+  if("io" IN_LIST arg_COMPONENTS)
+    list(APPEND components io)
+  endif()
+  foreach(c IN LISTS arg_COMPONENTS)
+    if(NOT c MATCHES "^(data|io)$")
+      message(FATAL_ERROR "ctflow_add_compiled_library: no component ${c}: there are data and io")
+    endif()
+  endforeach()
+  set(text "// ctflow's compiled parts (ctflow_add_compiled_library).\n#include <ctflow/compiled/core.hpp>\n")
+  set(libs ctflow::ctflow)
+  foreach(c IN LISTS components)
+    string(APPEND text "#include <ctflow/compiled/${c}.hpp>\n")
+    list(APPEND libs ctflow::${c})
+  endforeach()
+  set(source ${CMAKE_CURRENT_BINARY_DIR}/${name}.cpp)
+  file(CONFIGURE OUTPUT ${source} CONTENT "${text}")
+  add_library(${name} STATIC ${source})
+  target_link_libraries(${name} PUBLIC ${libs})
+  target_compile_definitions(${name} PUBLIC CTFLOW_SEPARATE_COMPILATION)
+endfunction()
