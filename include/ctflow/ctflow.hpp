@@ -7,6 +7,7 @@
 #include <ctflow/core/errors.hpp>
 
 #include <ctflow/autodiff/grad.hpp>
+#include <ctflow/autodiff/recording.hpp>
 #include <ctflow/backend/cpu/cpu.hpp>
 #include <ctflow/backend/reference/reference.hpp>
 #include <ctflow/config.hpp>

@@ -25,7 +25,7 @@ template <class WS, class... V> struct accumulator {
   template <std::size_t I, class L, class G> void add_to(const L& leaf, const G& g) {
     using VI = std::tuple_element_t<I, std::tuple<V...>>;
     if constexpr (std::is_same_v<std::remove_cvref_t<L>, VI>) {
-      if (!same_leaf(leaf, *std::get<I>(targets))) return;
+      if (!std::get<I>(targets) || !same_leaf(leaf, *std::get<I>(targets))) return;
       auto& out = std::get<I>(grads);
       // A variable several adjoints reach sums them; each is evaluated by the one instantiation
       // that the first uses (fusing g into the sum would instantiate its evaluation twice).

@@ -68,26 +68,27 @@ template <std::size_t N, class Device> struct workspace {
     for (std::size_t i = 0; i < next; ++i) if (kept[i].data == data) return &kept[i];
     return nullptr;
   }
-  template <class T, class E> kept_value& take(const E& origin, std::size_t n) {
+  /// A kept value of n elements of T in memory of its own, or at `into` (the caller's).
+  template <class T, class E> kept_value& take(const E& origin, std::size_t n, T* into = nullptr) {
     if (next == N) throw std::logic_error("ctflow::value_and_grad: forward pass needs more slots than counted");
     kept_value& k = kept[next++];
-    k.memory = decltype(k.memory)(n * sizeof(T), false);
+    if (!into) k.memory = decltype(k.memory)(n * sizeof(T), false);
     k.type = &type_tag<E>;
     k.origin = &origin;
-    k.data = k.memory.data();
+    k.data = into ? static_cast<const void*>(into) : k.memory.data();
     return k;
   }
 };
 
-/// The value of n (the frozen form of `origin`): computed into kept memory, or found computed
-/// already when `origin` is a copy of a node seen before. A saving kernel fills its by-product
-/// into kept memory too.
-template <class E, class N, class WS> Frozen<N> materialize(const E& origin, N&& n, WS& ws) {
+/// The value of n (the frozen form of `origin`): computed into kept memory (or into `into`), or
+/// found computed already when `origin` is a copy of a node seen before. A saving kernel fills
+/// its by-product into kept memory too.
+template <class E, class N, class WS> Frozen<N> materialize(const E& origin, N&& n, WS& ws, value_t<N>* into = nullptr) {
   using T = value_t<N>;
   const auto d = n.dims();
   if (auto* k = ws.find(origin)) return Frozen<N>{std::move(n), static_cast<const T*>(k->data), d, k->saved.data()};
-  auto& k = ws.template take<T>(origin, product(d));
-  T* p = reinterpret_cast<T*>(k.memory.data());
+  auto& k = ws.template take<T>(origin, product(d), into);
+  T* p = const_cast<T*>(static_cast<const T*>(k.data));
   if constexpr (saves_v<N>) {
     using U = typename N::op_type::saved_type;
     k.saved = decltype(k.saved)(n.k.saved_size() * sizeof(U), false);
@@ -123,6 +124,19 @@ template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws) {
     return expr::apply_operands(e, [&](const auto&... ops) { return materialize(e, expr::rebuild(e, freeze_operand(ops, ws)...), ws); });
   } else {
     return expr::apply_operands(e, [&](const auto&... ops) { return expr::rebuild(e, freeze(ops, ws)...); });
+  }
+}
+
+/// freeze(e) with e's value written to out (of e's extents): a boundary at the root is computed
+/// straight into out, anything else is evaluated into it.
+template <class E, class WS> decltype(auto) freeze_into(const E& e, WS& ws, value_t<E>* out) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (expr::is_computed<N>::value) {
+    return expr::apply_operands(e, [&](const auto&... ops) { return materialize(e, expr::rebuild(e, freeze_operand(ops, ws)...), ws, out); });
+  } else {
+    decltype(auto) f = freeze(e, ws);
+    executor<placed_device_t<device_t<N>>>::assign(out, e.dims(), f);
+    return f;
   }
 }
 

@@ -125,12 +125,12 @@ template <class E> bool same_node(const E& a, const E& b) {
   }
 }
 
-/// Does a leaf of e (at run time) equal one of the leaves pointed to by ptrs?
+/// Does a leaf of e (at run time) equal one of the leaves pointed to by ptrs (null ones: none)?
 template <class E, class... V> bool reaches(const E& e, const std::tuple<const V*...>& ptrs) {
   using N = std::remove_cvref_t<E>;
   if constexpr (!(holds_leaf<N, V>() || ...)) return false;
   else if constexpr (is_frozen_v<N>) return reaches(e.node, ptrs);
-  else if constexpr (is_leaf_v<N>) return std::apply([&](const auto*... p) { return (same_leaf(e, *p) || ...); }, ptrs);
+  else if constexpr (is_leaf_v<N>) return std::apply([&](const auto*... p) { return ((p && same_leaf(e, *p)) || ...); }, ptrs);
   else return [&]<std::size_t... I>(std::index_sequence<I...>) {
     return (reaches(operand<I>(e), ptrs) || ...);
   }(std::make_index_sequence<arity_v<N>>{});

@@ -1,6 +1,8 @@
 // Gradients of gradients (Hessian-vector products) and forward mode (jvp).
 #include "gradcheck.hpp"
 
+#include <ctflow/autodiff/recording.hpp>
+
 using namespace ctflow;
 
 namespace {
@@ -57,4 +59,27 @@ TEST_CASE("jvp: the derivative along tangents matches finite differences") {
   x = x0;
   w = w0;
   for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got.data()[i] == Approx((up.data()[i] - down.data()[i]) / (2 * h)).epsilon(1e-6));
+}
+
+TEST_CASE("recording: an expression of any shape evaluated once, then vector-Jacobian products for chosen leaves") {
+  auto x = uniform<Shape<4, 3>>(31);
+  Variable<double, Shape<3, 5>> w(uniform<Shape<3, 5>>(32), "w");
+  Variable<double, Shape<5>> b(uniform<Shape<5>>(33), "b");
+  const TensorView<const double, Shape<4, 3>> xv(x.data(), x.dims());
+  auto e = tanh(matmul(xv, w) + b);
+  Tensor<double, Shape<4, 5>> out;
+  autodiff::recording<decltype(e), TensorView<const double, Shape<4, 3>>, Variable<double, Shape<3, 5>>, Variable<double, Shape<5>>> r(e, out.data());
+  const auto expected = eval(tanh(matmul(x, w) + b));
+  for (std::size_t i = 0; i < out.size(); ++i) CHECK(out.data()[i] == Approx(expected.data()[i]).epsilon(1e-14));
+  // <g, e>'s gradients are those of reduce_sum(e * g), for every leaf or some of them.
+  const auto g = uniform<Shape<4, 5>>(34);
+  const auto [dx, dw, db] = r.gradient(g, &xv, &w, &b);
+  const auto [value, ex, ew, eb] = value_and_grad(reduce_sum(tanh(matmul(x, w) + b) * g), x, w, b);
+  REQUIRE((dx && dw && db));
+  for (std::size_t i = 0; i < ex.size(); ++i) CHECK(dx->data()[i] == Approx(ex.data()[i]).epsilon(1e-12));
+  for (std::size_t i = 0; i < ew.size(); ++i) CHECK(dw->data()[i] == Approx(ew.data()[i]).epsilon(1e-12));
+  for (std::size_t i = 0; i < eb.size(); ++i) CHECK(db->data()[i] == Approx(eb.data()[i]).epsilon(1e-12));
+  const auto [nx, only_w, nb] = r.gradient(g, nullptr, &w, nullptr);
+  CHECK((!nx && only_w && !nb));
+  for (std::size_t i = 0; i < ew.size(); ++i) CHECK(only_w->data()[i] == Approx(ew.data()[i]).epsilon(1e-12));
 }

@@ -50,6 +50,27 @@ TEST_CASE("moments, batch and layer normalization, dropout: values and gradients
   gradcheck::check(reduce_sum(square(nn::dropout(x, 0.4, 3))), x);
 }
 
+TEST_CASE("fused_batch_norm with moving averages: each evaluation moves them toward the batch's mean and biased variance") {
+  Tensor<double, Shape<4, 3, 2, 5>> x = random_normal<double, Shape<4, 3, 2, 5>>(71, 2.0, 3.0);
+  Tensor<double, Shape<5>> gamma = fill<double, Shape<5>>(1.0), beta = fill<double, Shape<5>>(0.0);
+  Tensor<double, Shape<5>> moving_mean = fill<double, Shape<5>>(0.5), moving_variance = fill<double, Shape<5>>(2.0);
+  auto y = std::get<0>(nn::fused_batch_norm(x, gamma, beta, 1e-3));
+  y.k.moving = {moving_mean.data(), moving_variance.data(), 0.9};
+  auto [mean, variance] = nn::moments<0, 1, 2>(x);
+  const auto m = eval(mean), v = eval(variance);
+  const auto plain = eval(std::get<0>(nn::fused_batch_norm(x, gamma, beta, 1e-3)));
+  const auto once = eval(y);  // the same values as without the averages
+  REQUIRE(std::equal(once.begin(), once.end(), plain.begin()));
+  for (std::size_t c = 0; c < 5; ++c) {
+    CHECK(moving_mean(c) == Approx(0.5 * 0.9 + m(0, 0, 0, c) * 0.1).epsilon(1e-12));
+    CHECK(moving_variance(c) == Approx(2.0 * 0.9 + v(0, 0, 0, c) * 0.1).epsilon(1e-12));
+  }
+  // A second evaluation moves them again; an op without averages moves nothing.
+  const double after_one = moving_mean(0);
+  (void)eval(y);
+  CHECK(moving_mean(0) == Approx(after_one * 0.9 + m(0, 0, 0, 0) * 0.1).epsilon(1e-12));
+}
+
 TEST_CASE("fused_batch_norm: one kernel equal to the composed form, TensorFlow's statistics, FusedBatchNormGrad") {
   Tensor<double, Shape<4, 3, 2, 5>> x = random_normal<double, Shape<4, 3, 2, 5>>(61, 100.0, 2.0);  // a large mean
   Tensor<double, Shape<5>> gamma = random_uniform<double, Shape<5>>(62, 0.5, 1.5), beta = random_normal<double, Shape<5>>(63, 0.0, 1.0);

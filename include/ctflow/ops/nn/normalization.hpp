@@ -71,12 +71,31 @@ struct batch_norm_geometry {
   double epsilon = 1e-3;
 };
 
-/// y = (x - mean) * inv_std * scale + offset with the batch's statistics, channels last.
+/// Moving averages a training evaluation also updates, as Keras's BatchNormalization does:
+/// moving = moving * momentum + batch * (1 - momentum), the batch variance biased. Null
+/// pointers: none (what nn::fused_batch_norm builds).
+template <class T> struct moving_update {
+  T* mean = nullptr;
+  T* variance = nullptr;
+  double momentum = 0.99;
+};
+
+/// y = (x - mean) * inv_std * scale + offset with the batch's statistics, channels last; with
+/// `moving` set, each evaluation also updates those averages from the same statistics.
 template <class T, class SX> struct batch_norm_op {
   using value_type = T;
   using shape_type = SX;
   dims_t<std::size_t(SX::rank)> out_dims{};
   batch_norm_geometry g{};
+  moving_update<T> moving{};
+  /// Updates the moving averages (when set) from the batch's per-channel mean and biased variance.
+  void update_moving(const std::vector<double>& mean, const std::vector<double>& variance) const {
+    if (!moving.mean) return;
+    for (std::size_t k = 0; k < g.c; ++k) {
+      moving.mean[k] = T(double(moving.mean[k]) * moving.momentum + mean[k] * (1 - moving.momentum));
+      moving.variance[k] = T(double(moving.variance[k]) * moving.momentum + variance[k] * (1 - moving.momentum));
+    }
+  }
 };
 
 /// The input adjoint of batch_norm_op (TensorFlow's FusedBatchNormGrad, training):

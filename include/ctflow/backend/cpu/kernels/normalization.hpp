@@ -28,10 +28,10 @@ template <std::size_t K, class F> std::vector<double> channel_sums(std::size_t r
 }
 
 /// The batch mean and 1 / sqrt(variance + epsilon) of each channel (the last axis), the variance
-/// biased, as in normalization. The sums are of x - x[0] (shifted data: no cancellation when the
-/// mean is large against the spread).
+/// biased, as in normalization (and the variance itself, when asked). The sums are of x - x[0]
+/// (shifted data: no cancellation when the mean is large against the spread).
 template <class T> void batch_statistics(const T* x, std::size_t rows, std::size_t c, double epsilon, std::vector<double>& mean,
-                                         std::vector<double>& inv_std) {
+                                         std::vector<double>& inv_std, std::vector<double>* variance = nullptr) {
   const auto sums = channel_sums<2>(rows, c, [&](std::size_t r0, std::size_t r1, double* acc) {
     for (std::size_t r = r0; r < r1; ++r)
       for (std::size_t k = 0; k < c; ++k) {
@@ -42,11 +42,13 @@ template <class T> void batch_statistics(const T* x, std::size_t rows, std::size
   });
   mean.resize(c);
   inv_std.resize(c);
+  if (variance) variance->resize(c);
   const double n = double(std::max<std::size_t>(rows, 1));
   for (std::size_t k = 0; k < c; ++k) {
-    const double m = sums[k] / n;
+    const double m = sums[k] / n, v = std::max(sums[c + k] / n - m * m, 0.0);
     mean[k] = (rows ? double(x[k]) : 0.0) + m;
-    inv_std[k] = 1.0 / std::sqrt(std::max(sums[c + k] / n - m * m, 0.0) + epsilon);
+    inv_std[k] = 1.0 / std::sqrt(v + epsilon);
+    if (variance) (*variance)[k] = v;
   }
 }
 
@@ -70,8 +72,9 @@ template <class T, class SX> struct kernel<nn::detail::batch_norm_op<T, SX>> : n
   using op::g;
   void run(T* out, const expr::strided_view<T, std::size_t(SX::rank)>& x, const expr::strided_view<T, 1>& scale,
            const expr::strided_view<T, 1>& offset) const {
-    std::vector<double> mean, inv;
-    batch_statistics(x.data, g.rows, g.c, g.epsilon, mean, inv);
+    std::vector<double> mean, inv, variance;
+    batch_statistics(x.data, g.rows, g.c, g.epsilon, mean, inv, this->moving.mean ? &variance : nullptr);
+    this->update_moving(mean, variance);
     std::vector<T> a(g.c), b(g.c);  // y = x a + b
     for (std::size_t k = 0; k < g.c; ++k) {
       a[k] = T(inv[k] * double(scale.data[k]));

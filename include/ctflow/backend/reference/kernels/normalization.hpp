@@ -15,11 +15,14 @@ namespace ctflow::backend::reference {
 
 namespace normalization_detail {
 
-/// Each channel's mean and 1 / sqrt(variance + epsilon) over the rows of x.
-template <class T> void statistics(const T* x, const nn::detail::batch_norm_geometry& g, std::vector<double>& mean, std::vector<double>& inv_std) {
+/// Each channel's mean and 1 / sqrt(variance + epsilon) over the rows of x (and the variance,
+/// when asked).
+template <class T> void statistics(const T* x, const nn::detail::batch_norm_geometry& g, std::vector<double>& mean, std::vector<double>& inv_std,
+                                   std::vector<double>* variance = nullptr) {
   const double n = double(std::max<std::size_t>(g.rows, 1));
   mean.assign(g.c, 0.0);
   inv_std.assign(g.c, 0.0);
+  if (variance) variance->assign(g.c, 0.0);
   for (std::size_t k = 0; k < g.c; ++k) {
     double s = 0;
     for (std::size_t r = 0; r < g.rows; ++r) s += double(x[r * g.c + k]);
@@ -27,6 +30,7 @@ template <class T> void statistics(const T* x, const nn::detail::batch_norm_geom
     double v = 0;
     for (std::size_t r = 0; r < g.rows; ++r) v += (double(x[r * g.c + k]) - mean[k]) * (double(x[r * g.c + k]) - mean[k]);
     inv_std[k] = 1.0 / std::sqrt(v / n + g.epsilon);
+    if (variance) (*variance)[k] = v / n;
   }
 }
 
@@ -38,8 +42,9 @@ template <class T, class SX> struct kernel<nn::detail::batch_norm_op<T, SX>> : n
   using op::g;
   void run(T* out, const expr::strided_view<T, std::size_t(SX::rank)>& x, const expr::strided_view<T, 1>& scale,
            const expr::strided_view<T, 1>& offset) const {
-    std::vector<double> mean, inv;
-    normalization_detail::statistics(x.data, g, mean, inv);
+    std::vector<double> mean, inv, variance;
+    normalization_detail::statistics(x.data, g, mean, inv, this->moving.mean ? &variance : nullptr);
+    this->update_moving(mean, variance);
     for (std::size_t r = 0; r < g.rows; ++r)
       for (std::size_t k = 0; k < g.c; ++k)
         out[r * g.c + k] = T((double(x.data[r * g.c + k]) - mean[k]) * inv[k] * double(scale.data[k]) + double(offset.data[k]));

@@ -1,0 +1,53 @@
+#pragma once
+/// @file
+/// @brief `autodiff::recording`: value_and_grad for an expression of any shape, in two steps. It
+/// evaluates the expression now, keeping what its gradient needs (every boundary computed once,
+/// as value_and_grad's forward pass does), and later, given the adjoint g of its value (TensorFlow's
+/// `output_gradients`), returns the gradients of <g, e> with respect to chosen leaves: a vector-
+/// Jacobian product. Keras's layers train through it: the forward pass of a layer records, the
+/// backward pass sends the adjoint of its output back to its input and its weights.
+
+#include <optional>
+#include <tuple>
+
+#include <ctflow/autodiff/backward.hpp>
+
+namespace ctflow::autodiff {
+
+/// @brief The recorded evaluation of an expression E, and its gradients with respect to leaves of
+/// types V... (an input view, variables). Neither copyable nor movable: what it keeps refers to it.
+template <class E, class... V> class recording {
+ public:
+  using value_type = value_t<E>;
+  using device = device_of<E>;
+  /// @brief One optional tensor per leaf asked for: empty when none was asked for, or when the
+  /// expression does not reach it.
+  using gradients = std::tuple<std::optional<Tensor<value_t<V>, shape_t<V>, device_t<V>>>...>;
+
+  /// @brief Evaluates e into out (e's extents, contiguous), keeping its boundaries' values.
+  recording(E e, value_type* out) : expr_(std::move(e)), frozen_(freeze_into(expr_, ws_, out)) {}
+  recording(const recording&) = delete;
+  recording& operator=(const recording&) = delete;
+
+  /// @brief The gradients of <g, e> with respect to the leaves vs point to (null: not wanted),
+  /// g the adjoint of e's value (e's shape).
+  template <Expression G> gradients gradient(const G& g, const V*... vs) {
+    for (auto& k : ws_.kept) {
+      k.expected = k.received = 0;
+      k.adjoint = {};
+    }
+    accumulator<workspace_type, V...> acc{&ws_, {vs...}, {}};
+    count_reads(frozen_, acc);
+    backprop(frozen_, g, acc);
+    return std::move(acc.grads);
+  }
+
+ private:
+  using workspace_type = workspace<slots<E>() + 1, device>;
+  using frozen_type = decltype(freeze_into(std::declval<const E&>(), std::declval<workspace_type&>(), static_cast<value_type*>(nullptr)));
+  E expr_;
+  workspace_type ws_;
+  frozen_type frozen_;
+};
+
+}  // namespace ctflow::autodiff
