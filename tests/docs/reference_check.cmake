@@ -8,7 +8,8 @@
 #    structs, enums, concepts, aliases (`using X =`), variables and functions, and the functions
 #    made by the declaring macros listed in `declaring_macros` (their first argument is the name).
 #    Not counted: template specialisations, out-of-class definitions (`X::f`), forward
-#    declarations of a class the same header defines, and static_assert;
+#    declarations of a class the same header defines, deduction guides, other macros (as
+#    CTFLOW_KERAS_LAYER_SPEC in a layer's body) and static_assert;
 #  - public member functions of those classes and structs (not constructors, destructors or
 #    operators, nor the members of nested classes).
 # The headers' style is part of the rule: namespace-scope declarations start in column 0, class
@@ -142,10 +143,12 @@ macro(classify text)
     set(decl_kind skip)
   elseif(_t MATCHES "(^|[^A-Za-z0-9_])operator([^A-Za-z0-9_]|$)")
     set(decl_kind operator)
-  elseif(_t MATCHES "^(CTFLOW_[A-Z0-9_]+) *\\( *(${identifier})")
+  elseif(_t MATCHES "^${identifier} *${parens} *->")
+    set(decl_kind skip)  # a deduction guide
+  elseif(_t MATCHES "^(CTFLOW_[A-Z0-9_]+) *\\( *(${identifier})?")
     set(_macro ${CMAKE_MATCH_1})
-    set(_first ${CMAKE_MATCH_2})
-    if(_macro IN_LIST declaring_macros)
+    set(_first "${CMAKE_MATCH_2}")
+    if(_macro IN_LIST declaring_macros AND _first)
       set(decl_kind function)
       set(decl_names ${_first})
     else()
