@@ -1,20 +1,23 @@
-# ctflow_add_compiled_library(<name> [COMPONENTS data io]): a static library of ctflow's compiled
-# parts (the core's, and those of the components named; io brings data), for a program built with
+# ctflow_add_compiled_library(<name> [COMPONENTS data io keras]): a static library of ctflow's
+# compiled parts (the core's, and those of the components named; keras brings io, io brings data), for a program built with
 # CTFLOW_SEPARATE_COMPILATION (see include/ctflow/detail/linkage.hpp). Linking it defines that
 # macro for the program, whose translation units then neither parse nor compile what the library
 # holds. Give the library the instruction-set flags of the program (-march=...): it holds kernels.
 function(ctflow_add_compiled_library name)
   cmake_parse_arguments(arg "" "" "COMPONENTS" ${ARGN})
   set(components)
-  if("data" IN_LIST arg_COMPONENTS OR "io" IN_LIST arg_COMPONENTS)
+  if("data" IN_LIST arg_COMPONENTS OR "io" IN_LIST arg_COMPONENTS OR "keras" IN_LIST arg_COMPONENTS)
     list(APPEND components data)
   endif()
-  if("io" IN_LIST arg_COMPONENTS)
+  if("io" IN_LIST arg_COMPONENTS OR "keras" IN_LIST arg_COMPONENTS)
     list(APPEND components io)
   endif()
+  if("keras" IN_LIST arg_COMPONENTS)
+    list(APPEND components keras)
+  endif()
   foreach(c IN LISTS arg_COMPONENTS)
-    if(NOT c MATCHES "^(data|io)$")
-      message(FATAL_ERROR "ctflow_add_compiled_library: no component ${c}: there are data and io")
+    if(NOT c MATCHES "^(data|io|keras)$")
+      message(FATAL_ERROR "ctflow_add_compiled_library: no component ${c}: there are data, io and keras")
     endif()
   endforeach()
   set(text "// ctflow's compiled parts (ctflow_add_compiled_library).\n#include <ctflow/compiled/core.hpp>\n")

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libxsimd-dev libboost-dev catch2 libbenchmark-dev
-  nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
+  nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libhdf5-dev
   libopenblas-dev python3-torch python3-numpy python3-protobuf dataset-fashion-mnist bc time
   clang libclang-rt-14-dev
 )

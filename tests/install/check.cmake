@@ -1,8 +1,8 @@
 # Installs ctflow from BINARY_DIR into a fresh prefix, then configures, builds and runs two consumer
 # projects that find it with find_package(ctflow): CONSUMER/core, of the core alone, with the
 # components' dependencies hidden from it; CONSUMER, of the components data and io, built with
-# the umbrella headers precompiled; and CONSUMER/compiled, the same program built against the
-# compiled parts (ctflow_add_compiled_library).
+# the umbrella headers precompiled; CONSUMER/compiled, the same program built against the
+# compiled parts (ctflow_add_compiled_library); and CONSUMER/keras, of the keras component alone.
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK}/prefix RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -39,4 +39,8 @@ endif()
 consumer(compiled ${CONSUMER}/compiled compiled_consumer)
 if(NOT out MATCHES "ctflow.Tensor\\(\\[5\\. 7\\. 9\\.\\]" OR NOT out MATCHES "pipeline 10 png 7" OR NOT out MATCHES "safetensors 2.5")
   message(FATAL_ERROR "the compiled consumer printed: ${out}")
+endif()
+consumer(keras ${CONSUMER}/keras keras_consumer)
+if(NOT out MATCHES "keras 58 0")
+  message(FATAL_ERROR "the keras consumer printed: ${out}")
 endif()

@@ -1,0 +1,14 @@
+#pragma once
+/// @file
+/// @brief The compiled part of ctflow::keras (its weight files: HDF5, the .keras archive,
+/// safetensors; its summaries): include it, with <ctflow/compiled/data.hpp> and <ctflow/compiled/io.hpp>, in
+/// exactly one source file of a program built with CTFLOW_SEPARATE_COMPILATION (CMake:
+/// `ctflow_add_compiled_library(... COMPONENTS keras)`; see detail/linkage.hpp).
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#error "ctflow/compiled/keras.hpp belongs to a program built with CTFLOW_SEPARATE_COMPILATION"
+#endif
+
+#include <ctflow/keras.hpp>
+#include <ctflow/keras/impl/saving.ipp>
+#include <ctflow/keras/impl/summary.ipp>

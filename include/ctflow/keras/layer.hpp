@@ -1,0 +1,671 @@
+#pragma once
+/// @file
+/// @brief What a Keras layer is in ctflow, and how a model runs one.
+///
+/// A layer has two forms. Its *spec* is what a user writes and configures: the class template of
+/// keras::layers with its structure as template arguments and its numbers as fields
+/// (`layers::Dense<128, activations::relu>{.kernel_initializer = initializers::HeNormal(1)}`).
+/// Its *built* form is `Spec::built<T, In>`, the layer for inputs of dtype T and static shape In
+/// (batch first, usually `dyn`): the compiler computes its weights' shapes and its output shape
+/// from In, so the user never repeats an input size and a layer that cannot take its input does
+/// not compile. A built layer
+///
+///   - names `value_type`, `input_shape`, `output_shape` and `class_name` (Keras's class);
+///   - holds its weights as Variables and lists them in Keras's order (trainable ones, then the
+///     others) with `weights()`, a tuple of references;
+///   - builds its output as an expression of its input with `call(x, training)`, `training` being
+///     `std::true_type` or `std::false_type` (a layer that behaves differently in training, such
+///     as Dropout, returns another expression: `if constexpr (training)`).
+///
+/// A model holds each built layer in a `layer_instance`, which gives it Keras's name and
+/// `trainable` flag, evaluates its expression into the layer's output (one fused loop past the
+/// layer's boundaries) and, in training, records it (autodiff::recording), so that the backward
+/// pass sends the adjoint of the output to the input and the weights through the rules ctflow
+/// derives from the expression's type. Layers are boundaries of a model: a deep network is a
+/// sequence of small expression types, not one large one.
+
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <ctflow/autodiff/recording.hpp>
+#include <ctflow/backend/cpu/evaluator.hpp>
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/core/variable.hpp>
+#include <ctflow/keras/activations.hpp>
+#include <ctflow/keras/detail/reflect.hpp>
+#include <ctflow/keras/initializers.hpp>
+#include <ctflow/keras/regularizers.hpp>
+
+namespace ctflow::keras {
+
+namespace detail {
+struct graph_layer_base;
+/// A layer spec called on symbolic tensors (the functional API; keras/functional.hpp).
+template <class Spec, class... X> auto call_layer(const Spec& spec, const X&... x);
+}  // namespace detail
+
+/// The members every layer spec has: Keras's class name, the layer's name (Keras's automatic one
+/// when empty) and trainable flag, and the call on symbolic tensors of the functional API,
+/// `layers::Dense<8>{}(x)`. The layer a spec builds on its first such call is kept with the spec:
+/// its copies share it, so that a spec called twice is one layer called twice (Keras's shared
+/// layers), as a Python layer object is.
+#define CTFLOW_KERAS_LAYER_SPEC(CLASS)                                                                   \
+  static constexpr const char* class_name = CLASS;                                                       \
+  std::string name{};                                                                                     \
+  bool trainable = true;                                                                                  \
+  template <class... X> auto operator()(const X&... x) const { return ::ctflow::keras::detail::call_layer(*this, x...); } \
+  mutable std::shared_ptr<::ctflow::keras::detail::graph_layer_base> shared_layer_ {}
+
+/// @brief The `training` argument of a layer's call: a type, so that each mode has its own
+/// expression (`if constexpr (training)`).
+using training_t = std::true_type;
+/// @brief The `training` argument of an inference call.
+using inference_t = std::false_type;
+
+namespace detail {
+
+/// Keras's naming: the class name in snake case (Conv2D -> conv2d, ReLU -> re_lu,
+/// MaxPooling2D -> max_pooling2d).
+/// Keras's to_snake_case ("MaxPooling2D" -> "max_pooling2d") into out (room for twice the
+/// name's size); returns its length. Usable at compile time, for messages.
+constexpr std::size_t snake_case_into(std::string_view name, char* out) {
+  const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  const auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  // (.)([A-Z][a-z]+) -> \1_\2, then ([a-z])([A-Z]) -> \1_\2, then lower case
+  char s[128]{};
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < name.size() && n + 2 < sizeof s; ++i) {
+    if (i > 0 && upper(name[i]) && i + 1 < name.size() && lower(name[i + 1])) s[n++] = '_';
+    s[n++] = name[i];
+  }
+  std::size_t m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0 && lower(s[i - 1]) && upper(s[i])) out[m++] = '_';
+    out[m++] = upper(s[i]) ? char(s[i] - 'A' + 'a') : s[i];
+  }
+  return m;
+}
+inline std::string snake_case(std::string_view name) {
+  std::string out(2 * name.size() + 2, '\0');
+  out.resize(snake_case_into(name, out.data()));
+  return out;
+}
+/// The snake-case name of a class named by F() (a constexpr function), as a fixed_string.
+template <auto F> constexpr auto snake_case_string() {
+  constexpr std::size_t n = [] {
+    char out[256]{};
+    return snake_case_into(F(), out);
+  }();
+  ctflow::detail::fixed_string<n + 1> r;
+  char out[256]{};
+  snake_case_into(F(), out);
+  for (std::size_t i = 0; i < n; ++i) r.s[i] = out[i];
+  return r;
+}
+
+/// What made a symbolic tensor, for messages: "conv2d (Conv2D)" for a layer spec or an Input
+/// (From), "a layer" when unknown (void).
+template <class From> constexpr auto producer_text() {
+  using ctflow::detail::fixed_string;
+  if constexpr (requires { From::class_name; }) {
+    constexpr auto cls = ctflow::detail::fixed_string_of<[] { return From::class_name; }>();
+    return ctflow::detail::concat(snake_case_string<[] { return From::class_name; }>(), fixed_string(" ("), cls, fixed_string(")"));
+  } else {
+    return fixed_string("a layer");
+  }
+}
+
+/// Whether layer Spec takes inputs of shape S. A spec that declares the rank of its input
+/// (`input_rank`, the batch axis included, and `input_form`, its words for it) takes that rank
+/// with a static last axis (the channels or features); the others check their input themselves.
+template <class Spec, class S> constexpr bool takes_input() {
+  if constexpr (requires { Spec::input_rank; }) {
+    if constexpr (std::size_t(S::rank) != Spec::input_rank) return false;
+    else return S::extents[std::size_t(S::rank) - 1] != dyn;
+  } else {
+    return true;
+  }
+}
+/// The message of a layer Spec that cannot take its input S made by From ("ctflow::keras::Conv2D:
+/// takes [batch, height, width, channels] with static channels; flatten (Flatten) gives it
+/// [None,1600]").
+template <class Spec, class S, class From> constexpr auto input_message() {
+  using ctflow::detail::fixed_string;
+  return ctflow::detail::concat(fixed_string("ctflow::keras::"), ctflow::detail::fixed_string_of<[] { return Spec::class_name; }>(), fixed_string(": takes "),
+                                ctflow::detail::fixed_string_of<[] { return Spec::input_form; }>(), fixed_string("; "), producer_text<From>(),
+                                fixed_string(" gives it "), shape_string_v<S>);
+}
+/// The static check of Spec's input: a member of this type is the error carrying that message
+/// when Spec does not take S (and nothing otherwise).
+template <class Spec, class S, class From, bool = takes_input<Spec, S>()> struct input_check {};
+template <class Spec, class S, class From> struct input_check<Spec, S, From, false> : ctflow::detail::static_error<input_message<Spec, S, From>()> {};
+/// Whether shapes S... broadcast together (Keras's merge rule: equal, or 1 or None on an axis).
+template <class S0, class... S> constexpr bool broadcast_together() {
+  if constexpr (sizeof...(S) == 0) return true;
+  else return []<class S1, class... Rest>(std::type_identity<S1>, std::type_identity<Rest>...) {
+    if constexpr (!broadcastable_v<S0, S1>) return false;
+    else return broadcast_together<broadcast_shape_t<S0, S1>, Rest...>();
+  }(std::type_identity<S>{}...);
+}
+
+/// "[None,4] x [None,8]": shapes as messages print them.
+template <class... S> constexpr auto shapes_text() {
+  return []<class S0, class... Rest>(std::type_identity<S0>, std::type_identity<Rest>...) {
+    return ctflow::detail::concat(shape_string_v<S0>, ctflow::detail::concat(ctflow::detail::fixed_string(" x "), shape_string_v<Rest>)...);
+  }(std::type_identity<S>{}...);
+}
+
+/// The check of a merge layer Spec (one that declares `broadcasts_inputs`, as Add and Multiply)
+/// on inputs of shapes S... made by From...: a member of this type is the error when they do not
+/// broadcast together ("ctflow::keras::Add: inputs differ: conv2d (Conv2D) [None,14,14,64] x
+/// conv2d (Conv2D) [None,14,14,32]").
+/// "conv2d (Conv2D) [None,14,14,64]": an input of a merge and what made it.
+template <class From, class S> constexpr auto input_text() {
+  return ctflow::detail::concat(producer_text<From>(), ctflow::detail::fixed_string(" "), shape_string_v<S>);
+}
+template <class Spec, class... From, class... S> constexpr auto merge_message(std::tuple<From...>*, std::tuple<S...>*) {
+  return [](auto first, auto... rest) {
+    return ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::"), ctflow::detail::fixed_string_of<[] { return Spec::class_name; }>(),
+                                  ctflow::detail::fixed_string(": inputs differ: "), first,
+                                  ctflow::detail::concat(ctflow::detail::fixed_string(" x "), rest)...);
+  }(input_text<From, S>()...);
+}
+template <class Spec, class Froms, class... S> struct merge_check {};
+template <class Spec, class... From, class... S>
+  requires(requires { Spec::broadcasts_inputs; } && !broadcast_together<S...>())
+struct merge_check<Spec, std::tuple<From...>, S...>
+    : ctflow::detail::static_error<merge_message<Spec>(static_cast<std::tuple<From...>*>(nullptr), static_cast<std::tuple<S...>*>(nullptr))> {};
+
+/// The shape Spec is built for from S: S when it takes it, else (its check has failed) one it
+/// takes, so that the failed check is the only error.
+template <class Spec, class S, bool = takes_input<Spec, S>()> struct fitting_input { using type = S; };
+template <class Spec, class S> struct fitting_input<Spec, S, false> {
+  using type = shape_of<[] {
+    std::array<std::size_t, Spec::input_rank> e{};
+    e.fill(64);
+    e[0] = dyn;
+    return e;
+  }()>;
+};
+template <class Spec, class S> using fitting_input_t = typename fitting_input<Spec, S>::type;
+
+struct name_registry {
+  std::mutex m;
+  std::map<std::string, int, std::less<>> used;
+  static name_registry& instance() {
+    static name_registry r;
+    return r;
+  }
+};
+
+/// Keras's automatic names: one process-wide counter per prefix ("dense", "dense_1", ...).
+inline std::string auto_name(std::string_view prefix) {
+  auto& r = name_registry::instance();
+  std::lock_guard lk(r.m);
+  auto it = r.used.find(prefix);
+  if (it == r.used.end()) {
+    r.used.emplace(std::string(prefix), 0);
+    return std::string(prefix);
+  }
+  return std::string(prefix) + "_" + std::to_string(++it->second);
+}
+
+/// The static number of elements of a variable type.
+template <class V> constexpr std::size_t static_size() {
+  using S = shape_t<V>;
+  static_assert(S::is_static, "ctflow::keras: a layer's weights must have static shapes");
+  return S::static_size;
+}
+
+}  // namespace detail
+
+/// @brief The base of a custom layer's built form (Keras's keras.layers.Layer subclass): Spec the
+/// layer's spec, T its dtype, In its input's shape. The built form is an aggregate (no
+/// constructor) whose fields the compiler finds: `Variable`s are the layer's own weights
+/// (`keras::add_weight` makes them), `keras::sublayer`s its sub-layers, and a field of type Spec
+/// first, when there is one, gets the spec's fields; its `call(x, training)` builds the output as
+/// an expression of x, the weights and the sub-layers' calls. Its output shape, its weights'
+/// list and its parameter count follow, as for the built-in layers.
+template <class Spec, DType T, ShapeType In> struct Layer {
+  using spec_type = Spec;
+  using value_type = T;
+  using input_shape = In;
+  static constexpr const char* class_name = Spec::class_name;
+};
+
+namespace detail {
+
+template <class V> struct is_variable_type : std::false_type {};
+template <class T, class S, class D> struct is_variable_type<Variable<T, S, D>> : std::true_type {};
+/// A field that is a sub-layer (keras::sublayer).
+template <class F> concept sublayer_field = requires(F& f) {
+  typename F::layer_type;
+  f.layer;
+  f.name;
+};
+/// A built layer that lists its weights itself (the built-in layers).
+template <class L> concept lists_weights = requires(L& l) { l.weights(); };
+/// A custom layer's built form: an aggregate over keras::Layer.
+template <class L> concept custom_layer = !lists_weights<L> && std::is_aggregate_v<L> && requires {
+  typename L::spec_type;
+  requires std::is_base_of_v<Layer<typename L::spec_type, typename L::value_type, typename L::input_shape>, L>;
+};
+
+/// The fields of custom layer l (its base takes an initializer but has none).
+template <class L> auto custom_fields(L& l) { return fields<fields_count<std::remove_const_t<L>>() - 1>(l); }
+
+template <class L> auto weights_of(L& l);
+template <class F> auto own_weights(F& f) {
+  if constexpr (is_variable_type<std::remove_const_t<F>>::value) return std::tie(f);
+  else return std::tuple<>();
+}
+template <class F> auto sub_weights(F& f) {
+  if constexpr (sublayer_field<std::remove_const_t<F>>) return weights_of(f.layer);
+  else return std::tuple<>();
+}
+/// The weights of built layer l, as a tuple of references: its weights() for a built-in layer;
+/// for a custom layer, its own Variables, then its sub-layers' weights, in field order.
+template <class L> auto weights_of(L& l) {
+  if constexpr (lists_weights<L>) return l.weights();
+  else {
+    static_assert(custom_layer<L>,
+                  "ctflow::keras: a layer lists its weights (weights()) or is a custom layer: an aggregate over keras::Layer<Spec, T, In>");
+    return std::apply([](auto&... f) { return std::tuple_cat(own_weights(f)..., sub_weights(f)...); }, custom_fields(l));
+  }
+}
+
+/// The types of a built layer's weights, as a tuple of references.
+template <class L> using weights_tuple = decltype(weights_of(std::declval<L&>()));
+
+template <class L> constexpr std::size_t weight_count() { return std::tuple_size_v<weights_tuple<L>>; }
+
+template <class L, std::size_t... I> constexpr std::size_t param_count(std::index_sequence<I...>) {
+  return (std::size_t(0) + ... + static_size<std::remove_cvref_t<std::tuple_element_t<I, weights_tuple<L>>>>());
+}
+
+/// No regularizer (a weight that has none).
+inline const regularizers::Regularizer& no_regularizer() {
+  static const regularizers::Regularizer none{};
+  return none;
+}
+template <class L> auto regularizers_of(const L& l);
+template <class F> auto own_regularizers(const F&) {
+  if constexpr (is_variable_type<F>::value) return std::tie(no_regularizer());
+  else return std::tuple<>();
+}
+template <class F> auto sub_regularizers(const F& f) {
+  if constexpr (sublayer_field<F>) return regularizers_of(f.layer);
+  else return std::tuple<>();
+}
+/// The regularizers of l's weights, parallel to weights_of(l).
+template <class L> auto regularizers_of(const L& l) {
+  if constexpr (lists_weights<L>) {
+    if constexpr (requires { l.weight_regularizers(); }) return l.weight_regularizers();
+    else return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tie((void(I), no_regularizer())...); }(std::make_index_sequence<weight_count<L>()>{});
+  } else {
+    return std::apply([](const auto&... f) { return std::tuple_cat(own_regularizers(f)..., sub_regularizers(f)...); }, custom_fields(l));
+  }
+}
+
+/// Whether each weight of l trains: its own flag and, in a custom layer, its sub-layer's.
+template <class L> void weight_trains(L& l, bool trains, bool* out) {
+  if constexpr (lists_weights<L>) {
+    std::apply([&](auto&... w) { ((*out++ = trains && w.trainable()), ...); }, l.weights());
+  } else {
+    auto f = custom_fields(l);
+    std::apply([&](auto&... x) { ([&] { if constexpr (is_variable_type<std::remove_cvref_t<decltype(x)>>::value) *out++ = trains && x.trainable(); }(), ...); }, f);
+    std::apply([&](auto&... x) {
+      ([&] {
+        if constexpr (sublayer_field<std::remove_cvref_t<decltype(x)>>) {
+          weight_trains(x.layer, trains && x.trainable, out);
+          out += weight_count<typename std::remove_cvref_t<decltype(x)>::layer_type>();
+        }
+      }(), ...);
+    }, f);
+  }
+}
+
+/// The dtype of L's input: its input_value_type where it differs from its output's (Embedding).
+template <class L> struct input_value { using type = typename L::value_type; };
+template <class L> requires requires { typename L::input_value_type; } struct input_value<L> { using type = typename L::input_value_type; };
+
+/// The views a call of built layer L reads: one of input_shape, or one per shape of input_shapes
+/// (the merge layers: Add, Concatenate, Multiply).
+template <class L, class Shapes> struct views_of;
+template <class L, class... S> struct views_of<L, std::tuple<S...>> {
+  using type = std::tuple<TensorView<const typename input_value<L>::type, S>...>;
+};
+template <class L> struct input_shapes_of { using type = std::tuple<typename L::input_shape>; };
+template <class L> requires requires { typename L::input_shapes; } struct input_shapes_of<L> { using type = typename L::input_shapes; };
+template <class L> using input_views = typename views_of<L, typename input_shapes_of<L>::type>::type;
+
+/// The shape of L's output: its output_shape, or (a custom layer) the shape of its call's
+/// expression.
+template <class L, class... V> auto call_result(std::tuple<V...>*) -> decltype(std::declval<const L&>().call(std::declval<const V&>()..., inference_t{}));
+template <class L> struct output_shape_of {
+  using type = shape_t<decltype(call_result<L>(static_cast<input_views<L>*>(nullptr)))>;
+};
+template <class L> requires requires { typename L::output_shape; } struct output_shape_of<L> { using type = typename L::output_shape; };
+template <class L> using output_shape_t = typename output_shape_of<L>::type;
+
+/// Built layer L made from its spec: L(spec), or for a custom layer, aggregate initialization
+/// (the spec into its first field when that field is of the spec's type).
+template <class L, class Spec> L construct_layer(const Spec& spec) {
+  if constexpr (std::is_constructible_v<L, const Spec&>) {
+    return L(spec);
+  } else {
+    static_assert(custom_layer<L>, "ctflow::keras: a built layer is constructible from its spec, or is a custom layer (an aggregate over keras::Layer)");
+    using fields_type = decltype(custom_fields(std::declval<L&>()));
+    if constexpr (std::tuple_size_v<fields_type> > 0 && std::is_same_v<std::remove_cvref_t<std::tuple_element_t<0, fields_type>>, Spec>) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+      return L{{}, spec};
+#pragma GCC diagnostic pop
+    } else {
+      return L{};
+    }
+  }
+}
+
+/// The recording of a call of built layer L in mode Mode (training_t, or inference_t for a layer
+/// that runs as in inference when frozen), over its input views and its weights.
+template <class L, class Inputs, class W, class Mode> struct recording_of;
+template <class L, class... In, class... W, class Mode> struct recording_of<L, std::tuple<In...>, std::tuple<W&...>, Mode> {
+  using expr = decltype(std::declval<const L&>().call(std::declval<const In&>()..., Mode{}));
+  using type = autodiff::recording<expr, In..., W...>;
+};
+
+/// Nothing to record (a layer that differentiates itself; the frozen form of most layers).
+struct no_record {};
+template <class L, class Mode, bool Use> struct optional_recording { using type = no_record; };
+template <class L, class Mode> struct optional_recording<L, Mode, true> {
+  using type = std::optional<typename recording_of<L, input_views<L>, weights_tuple<L>, Mode>::type>;
+};
+
+/// The gradients of a call's backward pass: one optional tensor per input, then one per weight.
+template <class Inputs, class W> struct gradients_of;
+template <class... In, class... W> struct gradients_of<std::tuple<In...>, std::tuple<W&...>> {
+  using type = std::tuple<std::optional<Tensor<value_t<In>, shape_t<In>>>..., std::optional<Tensor<value_t<W>, shape_t<W>>>...>;
+};
+
+/// Whether L computes its own backward pass (forward / backward members, as the recurrent layers)
+/// rather than ctflow's from the expression of its call.
+template <class L> concept differentiates_itself = requires { L::differentiates_itself; };
+
+/// Whether L, frozen (trainable false), runs as in inference even in training (Keras's
+/// BatchNormalization, and a custom layer holding one).
+template <class L> constexpr bool inference_when_frozen() {
+  if constexpr (requires { L::inference_when_frozen; }) {
+    return L::inference_when_frozen;
+  } else if constexpr (custom_layer<L>) {
+    using fields_type = decltype(custom_fields(std::declval<L&>()));
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return ([] {
+        using F = std::remove_cvref_t<std::tuple_element_t<I, fields_type>>;
+        if constexpr (sublayer_field<F>) return inference_when_frozen<typename F::layer_type>();
+        else return false;
+      }() || ...);
+    }(std::make_index_sequence<std::tuple_size_v<fields_type>>{});
+  } else {
+    return false;
+  }
+}
+
+template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d) {
+  if (t.dims() != d) t = Tensor<T, S>(d);
+}
+
+}  // namespace detail
+
+/// @brief The spec's fields in a custom layer's built form, as its first field:
+/// `keras::config<MyLayer, T> config;` (the spec's type, named through T so that the compiler
+/// reads it when the layer is built, once the spec is complete).
+template <class Spec, class T> using config = std::conditional_t<sizeof(T) != 0, Spec, Spec>;
+
+/// @brief A sub-layer of a custom layer (a field: Keras's `self.dense = Dense(64)` in
+/// `__init__`): Spec built for inputs of dtype T and shape In, with its name (Keras's automatic
+/// one when the spec has none) and trainable flag. `sub(x, training)` is its call's expression.
+template <class Spec, DType T, ShapeType In> struct sublayer {
+  using spec_type = Spec;
+  using layer_type = typename Spec::template built<T, In>;
+  using value_type = typename layer_type::value_type;
+  using output_shape = detail::output_shape_t<layer_type>;
+  std::string name;
+  bool trainable = true;
+  layer_type layer;
+
+  sublayer() : sublayer(Spec{}) {}
+  explicit sublayer(const Spec& spec)
+      : name(spec.name.empty() ? detail::auto_name(detail::snake_case(Spec::class_name)) : spec.name),
+        trainable(spec.trainable),
+        layer(detail::construct_layer<layer_type>(spec)) {}
+  /// @brief The sub-layer's call on x: an expression, part of its custom layer's.
+  template <class X, class Training> auto operator()(const X& x, Training training) const { return layer.call(x, training); }
+};
+/// @brief The sub-layer of Spec that takes Prev's output (a sublayer or a built layer).
+template <class Prev, class Spec> using sublayer_after = sublayer<Spec, typename Prev::value_type, typename Prev::output_shape>;
+
+namespace detail {
+/// The place of an optional sub-layer that a custom layer's form does not have
+/// (`std::conditional_t<projects, sublayer<...>, keras::detail::no_layer>`).
+struct no_layer {};
+}  // namespace detail
+
+/// @brief Keras's add_weight(name, initializer, trainable) as the initializer of a custom layer's
+/// Variable field: `Variable<T, Shape<4, 8>> w = keras::add_weight("w");` (the field's dtype and
+/// shape are the weight's; glorot_uniform by default, as Keras).
+struct add_weight {
+  std::string name;
+  initializers::Initializer initializer;
+  bool trainable = true;
+  explicit add_weight(std::string weight_name, initializers::Initializer init = initializers::GlorotUniform(), bool trains = true)
+      : name(std::move(weight_name)), initializer(std::move(init)), trainable(trains) {}
+  template <class T, class S, class D> operator Variable<T, S, D>() const { return Variable<T, S, D>(initializer.template operator()<T, S>(), name, trainable); }
+};
+
+namespace backend {
+/// @brief keras.backend.clear_session: restarts Keras's automatic names (dense, dense_1, ...).
+inline void clear_session() {
+  auto& r = detail::name_registry::instance();
+  std::lock_guard lk(r.m);
+  r.used.clear();
+}
+}  // namespace backend
+
+/// @brief The parameters of built layer L, known to the compiler (Keras's count_params()).
+template <class L> constexpr std::size_t count_params() {
+  return detail::param_count<L>(std::make_index_sequence<detail::weight_count<L>()>{});
+}
+
+/// @brief One call of a built layer: its input views and output, and in training the recording
+/// its backward pass needs (or, for a layer that differentiates itself, what it keeps) and the
+/// gradients that pass computed. A layer called twice (shared by two calls of a functional
+/// model) has two.
+template <class L> class layer_call {
+ public:
+  using value_type = typename L::value_type;
+  using output_shape = detail::output_shape_t<L>;
+  using output_view = TensorView<const value_type, output_shape>;
+  /// @brief The views of its inputs (one for most layers).
+  using inputs = detail::input_views<L>;
+  static constexpr std::size_t arity = std::tuple_size_v<inputs>;
+  /// @brief The gradients of a backward pass: one optional tensor per input, then per weight.
+  using gradient_tensors = typename detail::gradients_of<inputs, detail::weights_tuple<L>>::type;
+
+  layer_call() = default;
+  layer_call(const layer_call&) = delete;
+  layer_call& operator=(const layer_call&) = delete;
+
+  /// @brief Runs layer on xs (training: recording what backward needs); `trainable` is the
+  /// layer's flag (a frozen BatchNormalization runs as in inference). Returns a view of the
+  /// output, valid until the next forward; the inputs' memory must stay valid until backward.
+  output_view forward(L& layer, bool trainable, const inputs& xs, bool training) {
+    trained_ = false;
+    if constexpr (!detail::differentiates_itself<L>) record_.reset();
+    if constexpr (detail::inference_when_frozen<L>()) frozen_record_.reset();
+    xs_.emplace(xs);
+    if constexpr (detail::differentiates_itself<L>) {
+      layer.forward(std::get<0>(*xs_), out_, training);
+      trained_ = training;
+    } else {
+      if (training && (trainable || !detail::inference_when_frozen<L>())) {
+        record(layer, record_, training_t{});
+      } else if (training) {
+        // Frozen, in training: the inference expression, recorded (the adjoint still flows through).
+        if constexpr (detail::inference_when_frozen<L>()) record(layer, frozen_record_, inference_t{});
+      } else {
+        auto e = std::apply([&](const auto&... x) { return layer.call(x..., inference_t{}); }, *xs_);
+        detail::resize(out_, e.dims());
+        executor<cpu>::assign(out_.data(), out_.dims(), e);
+      }
+    }
+    return output();
+  }
+
+  /// @brief The last output.
+  output_view output() const { return output_view(out_.data(), out_.dims()); }
+  /// @brief The inputs of the last forward.
+  const inputs& input() const { return *xs_; }
+
+  /// @brief The backward pass of the last training forward: from dy (the adjoint of the output),
+  /// the gradients of the layer's trainable weights (none when `trainable` is false) and of the
+  /// inputs whose flag in want_input is set. `name` is the layer's, for errors.
+  gradient_tensors& backward(L& layer, bool trainable, const output_view& dy, const std::array<bool, arity>& want_input, const std::string& name) {
+    if (!trained_) throw value_error("ctflow::keras: " + name + ": backward without a training forward pass");
+    std::array<bool, detail::weight_count<L>() + 1> trains{};
+    detail::weight_trains(layer, trainable, trains.data());
+    auto targets = [&]<std::size_t... I, std::size_t... W>(std::index_sequence<I...>, std::index_sequence<W...>) {
+      [[maybe_unused]] auto w = detail::weights_of(layer);
+      return std::tuple{(want_input[I] ? &std::get<I>(*xs_) : nullptr)..., (trains[W] ? &std::get<W>(w) : nullptr)...};
+    }(std::make_index_sequence<arity>{}, std::make_index_sequence<detail::weight_count<L>()>{});
+    if constexpr (detail::differentiates_itself<L>) {
+      layer.backward(dy, grads_, targets);
+    } else if constexpr (detail::inference_when_frozen<L>()) {
+      grads_ = std::apply([&](auto*... t) { return record_ ? record_->gradient(dy, t...) : frozen_record_->gradient(dy, t...); }, targets);
+    } else {
+      grads_ = std::apply([&](auto*... t) { return record_->gradient(dy, t...); }, targets);
+    }
+    return grads_;
+  }
+  /// @brief The gradients of the last backward pass.
+  gradient_tensors& gradients() { return grads_; }
+
+ private:
+  template <class R, class Mode> void record(L& layer, R& into, Mode mode) {
+    auto e = std::apply([&](const auto&... x) { return layer.call(x..., mode); }, *xs_);
+    detail::resize(out_, e.dims());
+    into.emplace(std::move(e), out_.data());
+    trained_ = true;
+  }
+
+  std::optional<inputs> xs_;  // the expressions recorded refer to these views
+  Tensor<value_type, output_shape> out_;
+  typename detail::optional_recording<L, training_t, !detail::differentiates_itself<L>>::type record_;
+  typename detail::optional_recording<L, inference_t, detail::inference_when_frozen<L>()>::type frozen_record_;
+  gradient_tensors grads_;
+  bool trained_ = false;
+};
+
+namespace detail {
+/// Adds the gradients of L's weight regularizers to the weights' gradients in grads (those after
+/// the First inputs' that were computed).
+template <std::size_t First, class L, class G> void add_regularization(L& layer, G& grads) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    [[maybe_unused]] auto w = weights_of(layer);
+    [[maybe_unused]] auto r = regularizers_of(layer);
+    ([&] {
+      auto& g = std::get<First + I>(grads);
+      const regularizers::Regularizer& reg = std::get<I>(r);
+      if (g && reg.active()) reg.add_gradient(std::get<I>(w).data(), g->data(), g->size());
+    }(), ...);
+  }(std::make_index_sequence<weight_count<L>()>{});
+}
+}  // namespace detail
+
+/// @brief A built layer in a model: its Keras name and trainable flag, and its call (the output
+/// and, in training, what the backward pass needs).
+template <class L> class layer_instance {
+ public:
+  using layer_type = L;
+  using value_type = typename L::value_type;
+  using call_type = layer_call<L>;
+  using output_shape = detail::output_shape_t<L>;
+  using output_view = typename call_type::output_view;
+  using gradient_tensors = typename call_type::gradient_tensors;
+  static constexpr std::size_t arity = call_type::arity;
+  /// @brief The input's dtype, shape and view (of the first input, for a merge layer).
+  using input_view = std::tuple_element_t<0, typename call_type::inputs>;
+  using input_value_type = value_t<input_view>;
+  using input_shape = shape_t<input_view>;
+
+  /// @brief The built layer.
+  L layer;
+  /// @brief Its name (Keras's automatic one unless the spec gave one) and whether its weights train.
+  std::string name;
+  bool trainable = true;
+
+  /// @brief Builds the layer from its spec; an empty name is Keras's automatic one, given by
+  /// name_if_unnamed() (models call it in layer order).
+  template <class Spec> explicit layer_instance(const Spec& spec) : layer(detail::construct_layer<L>(spec)), name(spec.name), trainable(spec.trainable) {}
+  layer_instance(const layer_instance&) = delete;
+  layer_instance& operator=(const layer_instance&) = delete;
+
+  /// @brief Gives the layer Keras's automatic name (dense, dense_1, ...) if it has none.
+  void name_if_unnamed() {
+    if (name.empty()) name = detail::auto_name(detail::snake_case(L::class_name));
+  }
+
+  /// @brief Runs the layer on its inputs (training: recording what backward needs) and returns a
+  /// view of its output, valid until the next forward; the inputs' memory must stay valid until
+  /// backward.
+  /// `frozen`: the model holding the layer does not train (a BatchNormalization then runs as in
+  /// inference, and no weight gets a gradient).
+  output_view forward(const typename call_type::inputs& xs, bool training, bool frozen = false) {
+    return call_.forward(layer, trainable && !frozen, xs, training);
+  }
+  output_view forward(const input_view& x, bool training, bool frozen = false) requires(arity == 1) {
+    return call_.forward(layer, trainable && !frozen, {x}, training);
+  }
+  /// @brief The last output.
+  output_view output() const { return call_.output(); }
+
+  /// @brief The backward pass of the last training forward: from dy (the adjoint of the output),
+  /// the gradients of the trainable weights (with their regularizers': `gradient<I>()`,
+  /// `each_gradient`) and, when input_gradient is set, of the input(s), which it returns (for one
+  /// input, its gradient; for several, the tuple).
+  auto backward(const output_view& dy, bool input_gradient = true, bool frozen = false) {
+    std::array<bool, arity> want;
+    want.fill(input_gradient);
+    auto& g = call_.backward(layer, trainable && !frozen, dy, want, name);
+    detail::add_regularization<arity>(layer, g);
+    if constexpr (arity == 1) return std::move(std::get<0>(g));
+    else return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple{std::move(std::get<I>(g))...}; }(std::make_index_sequence<arity>{});
+  }
+
+  /// @brief The gradients of the last backward pass, one per weight (empty when the weight does
+  /// not train or was not reached).
+  template <std::size_t I> const auto& gradient() const { return std::get<arity + I>(const_cast<layer_call<L>&>(call_).gradients()); }
+  /// @brief Calls f(weight, gradient or null) for each weight, in Keras's order.
+  template <class F> void each_gradient(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      [[maybe_unused]] auto w = detail::weights_of(layer);
+      auto& g = call_.gradients();
+      (f(std::get<I>(w), std::get<arity + I>(g) ? &*std::get<arity + I>(g) : nullptr), ...);
+    }(std::make_index_sequence<detail::weight_count<L>()>{});
+  }
+
+ private:
+  layer_call<L> call_;
+};
+
+}  // namespace ctflow::keras

@@ -1,0 +1,152 @@
+#pragma once
+/// @file
+/// @brief A model's layers seen at run time, whatever the model's kind: each layer's name, class,
+/// output shape and weights (with their gradients), a nested model's layers under it. Summaries,
+/// weight files and a model's variables work on this description, so that they compile once per
+/// dtype rather than once per network.
+
+#include <array>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <ctflow/keras/layer.hpp>
+
+namespace ctflow::keras {
+
+/// @brief A model's variable seen at run time (Keras's `model.weights[i]`): its path
+/// ("dense/kernel"), shape and values, and whether it trains.
+template <class T> struct variable_ref {
+  std::string path;
+  std::vector<std::size_t> shape;
+  std::span<T> values;
+  bool trainable = true;
+  /// @brief The variable's name within its layer ("kernel").
+  std::string name() const { return path.substr(path.rfind('/') + 1); }
+};
+
+/// @brief A weight's value with its shape, as Keras's get_weights returns each (a NumPy array).
+template <class T> struct weight_value {
+  std::vector<std::size_t> shape;
+  std::vector<T> values;
+};
+
+/// @brief One layer of a model at run time: its name, class, output shape and weights (with the
+/// gradients of the last backward pass, where it computed them); a nested model's layers.
+template <class T> struct layer_info {
+  std::string* name = nullptr;
+  bool* trainable = nullptr;
+  const char* class_name = "";
+  std::vector<std::size_t> input_shape, output_shape;  // dyn extents as ctflow::dyn; input_shape: a one-input layer's
+  struct weight {
+    std::string name;
+    std::vector<std::size_t> shape;
+    std::span<T> values;
+    bool trainable = true;                 // the variable's own flag (false: BatchNormalization's moving statistics)
+    const T* gradient = nullptr;           // the last backward pass's, when it computed one
+    const regularizers::Regularizer* regularizer = nullptr;
+  };
+  std::vector<weight> weights;
+  /// @brief Whether the weights are a cell's (an RNN's: Keras files keep them under "cell"), and
+  /// the cell's class and name.
+  bool cell = false;
+  const char* cell_class = "";
+  std::string cell_name;
+  /// @brief A nested model's (or a custom layer's) layers, and whether this layer is a model.
+  std::vector<layer_info> children;
+  bool is_model = false;
+  /// @brief Its parameters, its children's included.
+  std::size_t param_count() const {
+    std::size_t n = 0;
+    for (const auto& w : weights) n += w.values.size();
+    for (const auto& c : children) n += c.param_count();
+    return n;
+  }
+};
+
+namespace detail {
+
+/// A weight's run-time description.
+template <class T, class V> typename layer_info<T>::weight describe_weight(V& v, const T* gradient, const regularizers::Regularizer& r) {
+  typename layer_info<T>::weight d;
+  d.name = v.name();
+  d.shape.assign(v.dims().begin(), v.dims().end());
+  d.values = std::span<T>(v.data(), v.size());
+  d.trainable = v.trainable();
+  d.gradient = gradient;
+  d.regularizer = &r;
+  return d;
+}
+
+/// The run-time description of built layer `layer` named *name (its output shape, its weights in
+/// Keras's order, a custom layer's sub-layers as children), gradient(i) the gradient of weight
+/// first + i of weights_of(layer)'s list, or null.
+template <class L, class G>
+layer_info<typename L::value_type> describe_layer(L& layer, std::string* name, bool* trainable, const G& gradient, std::size_t first = 0) {
+  using T = typename L::value_type;
+  layer_info<T> info;
+  info.name = name;
+  info.trainable = trainable;
+  info.class_name = L::class_name;
+  const auto& e = output_shape_t<L>::extents;
+  info.output_shape.assign(e.begin(), e.end());
+  if constexpr (requires { requires ShapeType<typename L::input_shape>; }) {
+    const auto& i = L::input_shape::extents;
+    info.input_shape.assign(i.begin(), i.end());
+  }
+  if constexpr (lists_weights<L>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      [[maybe_unused]] auto w = weights_of(layer);
+      [[maybe_unused]] auto r = regularizers_of(layer);
+      (info.weights.push_back(describe_weight<T>(std::get<I>(w), gradient(first + I), std::get<I>(r))), ...);
+    }(std::make_index_sequence<weight_count<L>()>{});
+    if constexpr (requires { L::cell_class_name; }) {
+      info.cell = true;
+      info.cell_class = L::cell_class_name;
+      info.cell_name = snake_case(L::cell_class_name);
+    }
+  } else {
+    // A custom layer: its own variables, then each sub-layer (a child) with its weights.
+    auto f = custom_fields(layer);
+    std::size_t at = first;
+    std::apply([&](auto&... x) {
+      ([&] {
+        if constexpr (is_variable_type<std::remove_cvref_t<decltype(x)>>::value) info.weights.push_back(describe_weight<T>(x, gradient(at++), no_regularizer()));
+      }(), ...);
+    }, f);
+    std::apply([&](auto&... x) {
+      ([&] {
+        using F = std::remove_cvref_t<decltype(x)>;
+        if constexpr (sublayer_field<F>) {
+          info.children.push_back(describe_layer(x.layer, &x.name, &x.trainable, gradient, at));
+          at += weight_count<typename F::layer_type>();
+        }
+      }(), ...);
+    }, f);
+  }
+  return info;
+}
+
+/// The description of a layer instance, with the gradients of its last backward pass.
+template <class L> auto describe(layer_instance<L>& in) {
+  using T = typename L::value_type;
+  std::array<const T*, weight_count<L>() + 1> g{};
+  in.each_gradient([&, i = std::size_t(0)](auto&, const auto* grad) mutable { g[i++] = grad ? grad->data() : nullptr; });
+  return describe_layer(in.layer, &in.name, &in.trainable, [&](std::size_t i) { return g[i]; });
+}
+
+/// Calls f(layer, weight, trains) for every weight of layers in Keras's order, `layer` the path of
+/// the weight's layer (a nested model's under its name: "inner/dense"); `trains` holds when the
+/// model, every enclosing layer and the weight itself train.
+template <class T, class F> void each_weight(const std::vector<layer_info<T>>& layers, bool trainable, const std::string& prefix, F&& f) {
+  for (const auto& l : layers) {
+    const bool layer_trains = trainable && *l.trainable;
+    for (const auto& w : l.weights) f(prefix + *l.name, w, layer_trains && w.trainable);
+    each_weight(l.children, layer_trains, prefix + *l.name + "/", f);
+  }
+}
+
+}  // namespace detail
+}  // namespace ctflow::keras

@@ -1,0 +1,68 @@
+#pragma once
+/// @file
+/// @brief keras.layers.Conv1D: activation(conv1d(x, kernel) + bias) over [batch, steps, channels];
+/// kernel [k, input channels, Filters], bias [Filters].
+///
+///     layers::Conv1D<16, 3, layers::same, activations::relu>
+
+#include <string>
+#include <tuple>
+#include <variant>
+
+#include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layers/options.hpp>
+#include <ctflow/ops/nn/conv.hpp>
+
+namespace ctflow::keras::layers {
+
+/// @brief keras.layers.Conv1D(filters, kernel_size, strides, padding, dilation_rate, activation, use_bias, ...).
+template <std::size_t Filters, std::size_t Kernel, auto... Options> struct Conv1D {
+  /// @brief The rank of its input (the batch axis included) and Keras's words for it.
+  static constexpr std::size_t input_rank = 3;
+  static constexpr const char* input_form = "[batch, steps, channels] with static channels";
+  static_assert((detail::allowed<Options, detail::any_activation, nn::padding, strides_t, dilation_rate_t, use_bias_t> && ...),
+                "ctflow::keras::Conv1D: options are an activation, layers::same / valid, layers::strides<...>, "
+                "layers::dilation_rate<...> and layers::use_bias<...>");
+  static constexpr std::size_t stride = detail::option<strides_t, strides<1>, Options...>().s.h;
+  static constexpr std::size_t dilation = detail::option<dilation_rate_t, dilation_rate<1>, Options...>().d.h;
+  static constexpr nn::padding padding = detail::option<nn::padding, valid, Options...>();
+  static constexpr auto activation = detail::activation_option<Options...>();
+  static constexpr bool has_bias = detail::option<use_bias_t, use_bias<true>, Options...>().on;
+
+  CTFLOW_KERAS_LAYER_SPEC("Conv1D");
+  initializers::Initializer kernel_initializer = initializers::GlorotUniform();
+  initializers::Initializer bias_initializer = initializers::Zeros();
+  regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
+
+  template <class T, ShapeType In> struct built {
+    static_assert(In::rank == 3, "ctflow::keras::Conv1D: its input must be [batch, steps, channels]");
+    static constexpr std::size_t channels = In::extents[2];
+    static_assert(channels != dyn, "ctflow::keras::Conv1D: the input's channels must have a static extent");
+    static constexpr const char* class_name = "Conv1D";
+    using value_type = T;
+    using input_shape = In;
+    using output_shape = Shape<detail::extent<In, 0>, extent_t(nn::detail::static_spatial(In::extents[1], Kernel, stride, dilation, padding, 1)), Filters>;
+    using kernel_shape = Shape<Kernel, channels, Filters>;
+    Conv1D config;
+    Variable<T, kernel_shape> kernel;
+    std::conditional_t<has_bias, Variable<T, Shape<Filters>>, std::monostate> bias;
+    explicit built(const Conv1D& c) : config(c), kernel(c.kernel_initializer.template operator()<T, kernel_shape>(), "kernel") {
+      if constexpr (has_bias) bias = Variable<T, Shape<Filters>>(c.bias_initializer.template operator()<T, Shape<Filters>>(), "bias");
+    }
+    auto weights() {
+      if constexpr (has_bias) return std::tie(kernel, bias);
+      else return std::tie(kernel);
+    }
+    auto weight_regularizers() const {
+      if constexpr (has_bias) return std::tie(config.kernel_regularizer, config.bias_regularizer);
+      else return std::tie(config.kernel_regularizer);
+    }
+    template <class X, class Training> auto call(const X& x, Training) const {
+      auto y = nn::conv1d<padding, stride, dilation>(x, kernel);
+      if constexpr (has_bias) return activation(std::move(y) + bias);
+      else return activation(std::move(y));
+    }
+  };
+};
+
+}  // namespace ctflow::keras::layers

@@ -1,0 +1,79 @@
+#pragma once
+/// @file
+/// @brief keras.layers.Dense: activation(x @ kernel + bias) over the last axis of its input (any
+/// rank of 2 or more); kernel [input features, Units], bias [Units].
+///
+///     layers::Dense<128, activations::relu>                 // glorot_uniform kernel, zero bias
+///     layers::Dense<10, layers::use_bias<false>>{.kernel_initializer = initializers::HeNormal(7)}
+
+#include <string>
+#include <tuple>
+#include <variant>
+
+#include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layers/options.hpp>
+#include <ctflow/ops/linalg.hpp>
+
+namespace ctflow::keras::layers {
+
+/// @brief keras.layers.Dense(units, activation, use_bias, kernel_initializer, ...).
+template <std::size_t Units, auto... Options> struct Dense {
+  static_assert((detail::allowed<Options, detail::any_activation, use_bias_t> && ...),
+                "ctflow::keras::Dense: options are an activation and layers::use_bias<...>");
+  static_assert(Units > 0, "ctflow::keras::Dense: units must be positive");
+  static constexpr auto activation = detail::activation_option<Options...>();
+  static constexpr bool has_bias = detail::option<use_bias_t, use_bias<true>, Options...>().on;
+
+  CTFLOW_KERAS_LAYER_SPEC("Dense");
+  initializers::Initializer kernel_initializer = initializers::GlorotUniform();
+  initializers::Initializer bias_initializer = initializers::Zeros();
+  regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
+
+  template <class T, ShapeType In> struct built {
+    static constexpr std::size_t features = In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0;
+    static_assert(In::rank >= 2, "ctflow::keras::Dense: its input must be [batch, ..., features]");
+    static_assert(features != dyn, "ctflow::keras::Dense: the input's last axis (its features) must have a static extent");
+    static constexpr const char* class_name = "Dense";
+    using value_type = T;
+    using input_shape = In;
+    using output_shape = shape_of<[] {
+      auto e = In::extents;
+      e[std::size_t(In::rank - 1)] = Units;
+      return e;
+    }()>;
+
+    Dense config;
+    Variable<T, Shape<features, Units>> kernel;
+    std::conditional_t<has_bias, Variable<T, Shape<Units>>, std::monostate> bias;
+
+    explicit built(const Dense& c) : config(c), kernel(c.kernel_initializer.template operator()<T, Shape<features, Units>>(), "kernel") {
+      if constexpr (has_bias) bias = Variable<T, Shape<Units>>(c.bias_initializer.template operator()<T, Shape<Units>>(), "bias");
+    }
+    auto weights() {
+      if constexpr (has_bias) return std::tie(kernel, bias);
+      else return std::tie(kernel);
+    }
+    auto weight_regularizers() const {
+      if constexpr (has_bias) return std::tie(config.kernel_regularizer, config.bias_regularizer);
+      else return std::tie(config.kernel_regularizer);
+    }
+    template <class X, class Training> auto call(const X& x, Training) const {
+      if constexpr (In::rank == 2) return activation(affine(x));
+      else {
+        // [..., features] as rows of one product, then back to the input's leading axes.
+        auto rows = reshape<Shape<dyn, features>>(x);
+        auto d = x.dims();
+        d[std::size_t(In::rank - 1)] = Units;
+        return activation(reshape<output_shape>(affine(rows), d));
+      }
+    }
+
+   private:
+    template <class X> auto affine(const X& x) const {
+      if constexpr (has_bias) return matmul(x, kernel) + bias;
+      else return matmul(x, kernel);
+    }
+  };
+};
+
+}  // namespace ctflow::keras::layers

@@ -1,0 +1,43 @@
+#pragma once
+/// @file
+/// @brief keras.layers.Embedding(input_dim, output_dim): integer indices [batch, ...] to rows of
+/// an embeddings matrix [InputDim, OutputDim], giving [batch, ..., OutputDim] of dtype Out.
+///
+///     keras::Sequential<keras::Input<std::int32_t, Shape<10>>, layers::Embedding<1000, 64>, ...>
+
+#include <string>
+#include <tuple>
+
+#include <ctflow/keras/layer.hpp>
+#include <ctflow/ops/array.hpp>
+
+namespace ctflow::keras::layers {
+
+/// @brief keras.layers.Embedding(input_dim, output_dim, embeddings_initializer="uniform").
+template <std::size_t InputDim, std::size_t OutputDim, DType Out = float> struct Embedding {
+  CTFLOW_KERAS_LAYER_SPEC("Embedding");
+  initializers::Initializer embeddings_initializer = initializers::RandomUniform();
+  regularizers::Regularizer embeddings_regularizer{};
+
+  template <class T, ShapeType In> struct built {
+    static_assert(is_integer_v<T>, "ctflow::keras::Embedding: its input must hold integer indices");
+    static constexpr const char* class_name = "Embedding";
+    using input_value_type = T;
+    using value_type = Out;
+    using input_shape = In;
+    using output_shape = shape_of<[] {
+      dims_t<std::size_t(In::rank + 1)> e{};
+      for (int i = 0; i < In::rank; ++i) e[std::size_t(i)] = In::extents[std::size_t(i)];
+      e[std::size_t(In::rank)] = OutputDim;
+      return e;
+    }()>;
+    Embedding config;
+    Variable<Out, Shape<InputDim, OutputDim>> embeddings;
+    explicit built(const Embedding& c) : config(c), embeddings(c.embeddings_initializer.template operator()<Out, Shape<InputDim, OutputDim>>(), "embeddings") {}
+    auto weights() { return std::tie(embeddings); }
+    auto weight_regularizers() const { return std::tie(config.embeddings_regularizer); }
+    template <class X, class Training> auto call(const X& x, Training) const { return gather<0>(embeddings, x); }
+  };
+};
+
+}  // namespace ctflow::keras::layers

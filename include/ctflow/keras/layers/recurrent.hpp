@@ -1,0 +1,96 @@
+#pragma once
+/// @file
+/// @brief What LSTM and GRU share: their input [batch, timesteps, features], their output (the
+/// last step's, or every step's with return_sequences), the scalar activations of their gates, and
+/// the products of their steps (ctflow's GEMM on strided rows). Both compute their own backward
+/// pass through time (`differentiates_itself`): a step's recurrence is a loop over time, which an
+/// expression of fixed type cannot unroll for a run-time number of steps.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include <ctflow/backend/cpu/gemm.hpp>
+#include <ctflow/core/errors.hpp>
+#include <ctflow/core/tensor.hpp>
+#include <ctflow/keras/activations.hpp>
+#include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layers/options.hpp>
+
+namespace ctflow::keras::layers::detail {
+
+/// An activation of a recurrent layer, applied to one number, with its derivative written in
+/// terms of its output (what the backward pass keeps).
+template <class A> struct scalar_activation {
+  static_assert(sizeof(A) == 0,
+                "ctflow::keras: a recurrent layer's activations are tanh, sigmoid, hard_sigmoid, relu or linear");
+};
+template <> struct scalar_activation<activations::tanh_t> {
+  template <class T> static T value(T x) { return std::tanh(x); }
+  template <class T> static T derivative(T y) { return T(1) - y * y; }
+};
+template <> struct scalar_activation<activations::sigmoid_t> {
+  template <class T> static T value(T x) { return T(1) / (T(1) + std::exp(-x)); }
+  template <class T> static T derivative(T y) { return y * (T(1) - y); }
+};
+template <> struct scalar_activation<activations::hard_sigmoid_t> {
+  template <class T> static T value(T x) { return std::clamp(x + T(3), T(0), T(6)) / T(6); }
+  template <class T> static T derivative(T y) { return y > T(0) && y < T(1) ? T(1) / T(6) : T(0); }
+};
+template <> struct scalar_activation<activations::relu_t> {
+  template <class T> static T value(T x) { return x > T(0) ? x : T(0); }
+  template <class T> static T derivative(T y) { return y > T(0) ? T(1) : T(0); }
+};
+template <> struct scalar_activation<activations::linear_t> {
+  template <class T> static T value(T x) { return x; }
+  template <class T> static T derivative(T) { return T(1); }
+};
+template <auto A> using scalar_of = scalar_activation<std::remove_cvref_t<decltype(A)>>;
+
+/// The output shape of a recurrent layer of Units units on In = [batch, timesteps, features].
+template <class In, std::size_t Units, bool Sequences> using recurrent_output =
+    std::conditional_t<Sequences, Shape<extent<In, 0>, extent<In, 1>, extent_t(Units)>, Shape<extent<In, 0>, extent_t(Units)>>;
+
+/// C[m x n] (+)= A[m x k] * B[k x n] with strides (rsa, csa), (rsb, csb) and C's row stride ldc.
+template <class T>
+void product(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
+             std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, bool accumulate) {
+  ctflow::backend::cpu::gemm::gemm<T>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
+}
+
+/// z[r][j] += b[j] for rows r of n numbers.
+template <class T> void add_bias(T* z, const T* b, std::size_t rows, std::size_t n) {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < n; ++j) z[r * n + j] += b[j];
+}
+/// g[j] += sum over rows r of z[r][j]; nothing when g is null.
+template <class T> void add_column_sums(T* g, const T* z, std::size_t rows, std::size_t n) {
+  if (!g) return;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < n; ++j) g[j] += z[r * n + j];
+}
+
+/// The gradient a backward pass writes for a target: a zeroed tensor of the target's extents when
+/// the target is wanted (non-null), else nothing; returns where to accumulate (or null).
+template <class G, class Target> auto* gradient_slot(std::optional<G>& g, const Target* target) {
+  using T = value_t<G>;
+  if (!target) {
+    g.reset();
+    return static_cast<T*>(nullptr);
+  }
+  if (!g || g->dims() != target->dims()) g.emplace(target->dims());
+  std::fill_n(g->data(), g->size(), T(0));
+  return g->data();
+}
+
+/// The extents of a sequence and the time index of each step (the last first with go_backwards).
+struct sequence {
+  std::size_t batch = 0, steps = 0;
+  bool backwards = false;
+  std::size_t time(std::size_t step) const { return backwards ? steps - 1 - step : step; }
+};
+
+}  // namespace ctflow::keras::layers::detail

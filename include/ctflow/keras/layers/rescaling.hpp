@@ -1,0 +1,31 @@
+#pragma once
+/// @file
+/// @brief keras.layers.Rescaling(scale, offset=0): x * scale + offset.
+///
+///     layers::Rescaling(1.0 / 255)
+
+#include <string>
+#include <tuple>
+
+#include <ctflow/keras/layer.hpp>
+
+namespace ctflow::keras::layers {
+
+/// @brief keras.layers.Rescaling(scale, offset=0.0).
+struct Rescaling {
+  double scale = 1.0;
+  double offset = 0.0;
+  CTFLOW_KERAS_LAYER_SPEC("Rescaling");
+  template <class T, ShapeType In> struct built {
+    static constexpr const char* class_name = "Rescaling";
+    using value_type = T;
+    using input_shape = In;
+    using output_shape = In;
+    double scale, offset;
+    explicit built(const Rescaling& c) : scale(c.scale), offset(c.offset) {}
+    auto weights() { return std::tuple<>(); }
+    template <class X, class Training> auto call(const X& x, Training) const { return x * T(scale) + T(offset); }
+  };
+};
+
+}  // namespace ctflow::keras::layers

@@ -1,0 +1,103 @@
+#pragma once
+/// @file
+/// @brief What every Keras model offers about its weights, whatever its kind (Sequential,
+/// functional Model): its variables (`trainable_variables()`, `non_trainable_variables()`), their
+/// values (`get_weights()`, `set_weights()`), the gradients of the last backward pass, the
+/// regularizers' penalties (`losses()`) and Keras's weight files (`save_weights`,
+/// `load_weights`), all from the run-time description of its layers (`layer_info`).
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ctflow/core/errors.hpp>
+#include <ctflow/core/shape.hpp>
+#include <ctflow/keras/layer_info.hpp>
+#include <ctflow/keras/saving.hpp>
+
+namespace ctflow::keras {
+
+/// @brief The methods every model shares. Derived (the model, a CRTP argument) gives `layers()`
+/// (its layer_info list), `name` and `trainable`; T is its weights' dtype.
+template <class Derived, class T> class model_base {
+ public:
+  /// @brief Keras's trainable_variables: the weights that train (the model, their layer and the
+  /// weight itself trainable), in Keras's order.
+  std::vector<variable_ref<T>> trainable_variables() { return variables(true); }
+  /// @brief Keras's non_trainable_variables: the others (moving statistics, frozen layers).
+  std::vector<variable_ref<T>> non_trainable_variables() { return variables(false); }
+
+  /// @brief The gradients of the last backward pass, in trainable_variables()'s order (zeros for
+  /// a weight the output did not reach).
+  std::vector<std::span<const T>> gradients() {
+    std::vector<std::span<const T>> out;
+    std::size_t zeros = 0;
+    detail::each_weight(self().layers(), self().trainable, "", [&](const std::string&, const auto& w, bool trains) {
+      if (!trains) return;
+      if (w.gradient) out.emplace_back(w.gradient, w.values.size());
+      else {
+        if (zeros_.size() <= zeros) zeros_.emplace_back();
+        zeros_[zeros].assign(w.values.size(), T(0));
+        out.emplace_back(zeros_[zeros++]);
+      }
+    });
+    return out;
+  }
+
+  /// @brief Keras's get_weights: every weight's value, layer by layer.
+  std::vector<weight_value<T>> get_weights() {
+    std::vector<weight_value<T>> out;
+    detail::each_weight(self().layers(), true, "", [&](const std::string&, const auto& w, bool) {
+      out.push_back({w.shape, std::vector<T>(w.values.begin(), w.values.end())});
+    });
+    return out;
+  }
+  /// @brief Keras's set_weights: as many values as weights, each of its weight's shape (checked
+  /// for all before any weight changes).
+  void set_weights(const std::vector<weight_value<T>>& values) {
+    const auto layers = self().layers();
+    std::size_t i = 0;
+    detail::each_weight(layers, true, "", [&](const std::string& layer, const auto& w, bool) {
+      if (i < values.size() && (values[i].shape != w.shape || values[i].values.size() != w.values.size()))
+        throw shape_error("ctflow::keras::set_weights: layer " + layer + ", weight " + w.name + ": shape " + format_dims(values[i].shape) + " given for a weight of shape " +
+                          format_dims(w.shape));
+      ++i;
+    });
+    if (values.size() != i)
+      throw value_error("ctflow::keras::set_weights: the model has " + std::to_string(i) + " weights, " + std::to_string(values.size()) +
+                        " values were given");
+    i = 0;
+    detail::each_weight(layers, true, "", [&](const std::string&, const auto& w, bool) {
+      std::copy(values[i].values.begin(), values[i].values.end(), w.values.begin());
+      ++i;
+    });
+  }
+
+  /// @brief The weight regularizers' penalties (Keras's model.losses), one per regularized weight.
+  std::vector<double> losses() {
+    std::vector<double> out;
+    detail::each_weight(self().layers(), true, "", [&](const std::string&, const auto& w, bool) {
+      if (w.regularizer && w.regularizer->active()) out.push_back((*w.regularizer)(w.values.data(), w.values.size()));
+    });
+    return out;
+  }
+
+  /// @brief Keras's save_weights / load_weights: `.weights.h5` (Keras 3's layout) or
+  /// `.safetensors`; load_weights also reads legacy `.h5` files and `.keras` archives.
+  void save_weights(const std::string& path) { keras::save_weights(self(), path); }
+  void load_weights(const std::string& path, const load_options& options = {}) { keras::load_weights(self(), path, options); }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+  std::vector<variable_ref<T>> variables(bool trainable) {
+    std::vector<variable_ref<T>> out;
+    detail::each_weight(self().layers(), self().trainable, "", [&](const std::string& layer, const auto& w, bool trains) {
+      if (trains == trainable) out.push_back({layer + "/" + w.name, w.shape, w.values, trains});
+    });
+    return out;
+  }
+  std::vector<std::vector<T>> zeros_;
+};
+
+}  // namespace ctflow::keras

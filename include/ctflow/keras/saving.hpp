@@ -1,0 +1,122 @@
+#pragma once
+/// @file
+/// @brief Keras's weight files, both ways: Keras 3's `.weights.h5` (`layers/<key>/vars/<i>`, the
+/// key the layer's class in snake case, numbered within its model), the legacy tf.keras `.h5`
+/// (read: `layer_names` and each layer's `weight_names`), the `.keras` archive (read: its
+/// config's layers are checked against the network before its weights load) and safetensors.
+/// A mismatch is an error naming the layer, the weight and both shapes, unless skip_mismatch.
+///
+/// Models call these through their save_weights / load_weights; the files are read and written
+/// from the run-time description of a model's layers, by code compiled once.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ctflow/core/errors.hpp>
+#include <ctflow/detail/linkage.hpp>
+#include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layer_info.hpp>
+
+namespace ctflow::keras {
+
+/// @brief How load_weights treats a weight whose shape differs from the file's: an error
+/// (Keras's default) or skipped (skip_mismatch=True).
+struct load_options {
+  bool skip_mismatch = false;
+};
+
+namespace detail {
+
+/// A layer (or a nested model) as the weight files see it: its class and name, its weights in
+/// Keras's order, and its children: an RNN's cell (key "cell"), a custom layer's sub-layers (keys
+/// as a model's: their classes in snake case, numbered), a nested model's layers.
+struct saved_layer {
+  struct weight {
+    std::string name;
+    std::vector<std::size_t> shape;
+    void* data = nullptr;
+    char dtype = 'f';  // 'f' float32, 'd' float64
+    std::size_t count() const {
+      std::size_t n = 1;
+      for (auto e : shape) n *= e;
+      return n;
+    }
+  };
+  std::string class_name, name, key;
+  std::vector<std::size_t> input_shape;  // a one-input layer's, dyn extents as ctflow::dyn
+  std::vector<weight> weights;
+  std::vector<saved_layer> children;
+  bool is_model = false;  // children are a model's layers (layers/<key>/...)
+};
+
+/// The unique keys of Keras 3's weight files for layers of these classes, in order: the class in
+/// snake case, then _1, _2, ... for the next ones of the same class.
+CTFLOW_DECL std::vector<std::string> layer_keys(const std::vector<saved_layer>& layers);
+
+/// The weight files' view of layers described at run time (weights of dtype T).
+template <class T> std::vector<saved_layer> saved_layers(const std::vector<layer_info<T>>& layers) {
+  std::vector<saved_layer> out;
+  for (const auto& l : layers) {
+    saved_layer s;
+    s.class_name = l.class_name;
+    s.name = *l.name;
+    s.input_shape = l.input_shape;
+    s.is_model = l.is_model;
+    for (const auto& w : l.weights) s.weights.push_back({w.name, w.shape, static_cast<void*>(w.values.data()), sizeof(T) == 4 ? 'f' : 'd'});
+    s.children = saved_layers(l.children);
+    if (!l.is_model) {
+      const auto keys = layer_keys(s.children);
+      for (std::size_t i = 0; i < keys.size(); ++i) s.children[i].key = keys[i];
+    }
+    if (l.cell) {
+      saved_layer cell;
+      cell.class_name = l.cell_class;
+      cell.name = l.cell_name;
+      cell.key = "cell";
+      cell.weights = std::move(s.weights);
+      s.weights.clear();
+      s.children.insert(s.children.begin(), std::move(cell));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// Writes Keras 3's `.weights.h5` of a model named `model_name` (atomically).
+CTFLOW_DECL void save_weights_h5(const std::string& path, const std::string& model_name, const std::vector<saved_layer>& layers);
+/// Reads weights from a Keras 3 `.weights.h5` file, a legacy `.h5` file (tf.keras's
+/// save_weights, or a whole model saved by model.save("x.h5")) or a `.keras` archive, chosen by
+/// what the file holds.
+CTFLOW_DECL void load_weights_file(const std::string& path, const std::vector<saved_layer>& layers, const load_options& options);
+/// Writes the weights as a safetensors file, one tensor per weight named by its path of keys
+/// ("dense_1/kernel").
+CTFLOW_DECL void save_weights_safetensors(const std::string& path, const std::vector<saved_layer>& layers);
+/// Reads weights from a safetensors file written by save_weights_safetensors.
+CTFLOW_DECL void load_weights_safetensors(const std::string& path, const std::vector<saved_layer>& layers, const load_options& options);
+
+}  // namespace detail
+
+/// @brief Saves a model's weights: `.weights.h5` (Keras 3's layout) or `.safetensors`, by the
+/// file's extension (Keras 3 accepts only `.weights.h5`).
+template <class Model> void save_weights(Model& model, const std::string& path) {
+  const auto layers = detail::saved_layers(model.layers());
+  if (path.ends_with(".weights.h5")) detail::save_weights_h5(path, model.name, layers);
+  else if (path.ends_with(".safetensors")) detail::save_weights_safetensors(path, layers);
+  else throw value_error("ctflow::keras::save_weights: the file name must end in .weights.h5 or .safetensors, got " + path);
+}
+
+/// @brief Loads a model's weights from a `.weights.h5`, legacy `.h5`, `.keras` or `.safetensors`
+/// file. Every shape is checked before any weight changes.
+template <class Model> void load_weights(Model& model, const std::string& path, const load_options& options = {}) {
+  const auto layers = detail::saved_layers(model.layers());
+  if (path.ends_with(".safetensors")) detail::load_weights_safetensors(path, layers, options);
+  else detail::load_weights_file(path, layers, options);
+}
+
+}  // namespace ctflow::keras
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#include <ctflow/keras/impl/saving.ipp>
+#endif

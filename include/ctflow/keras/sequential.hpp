@@ -1,0 +1,162 @@
+#pragma once
+/// @file
+/// @brief keras.Sequential as a flat list of types: an Input, then layer specs. Each layer is
+/// built for the output shape of the one before it, by the compiler; the model holds them in
+/// one tuple (no nested layer types), runs them in order, and trains them backwards.
+///
+///     using Net = keras::Sequential<keras::Input<float, Shape<28, 28, 1>>,
+///                                   layers::Conv2D<32, 3, activations::relu>, layers::MaxPooling2D<2>,
+///                                   layers::Flatten, layers::Dense<10>>;
+///     static_assert(Net::count_params() == 54410);
+///     Net model;
+///     auto logits = model(images);                    // inference: a view of the output
+///     auto y = model(images, true);                   // training: recorded for backward
+///     model.backward(dloss_dy);                       // gradients of every trainable weight
+
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layers/input.hpp>
+#include <ctflow/keras/model.hpp>
+#include <ctflow/keras/summary.hpp>
+
+namespace ctflow::keras {
+
+namespace detail {
+
+/// The built layers of a chain of specs from input shape S made by From (the Input, then the
+/// layer before): built<T, S>, then each on the last's output. A layer that cannot take its
+/// input is one error naming it, the layer before and the shape.
+template <class T, class S, class From, class... Specs> struct chain { using type = std::tuple<>; };
+template <class T, class S, class From, class Spec, class... Rest> struct chain<T, S, From, Spec, Rest...> {
+  input_check<Spec, S, From> checked;
+  using layer = typename Spec::template built<T, fitting_input_t<Spec, S>>;
+  using type = decltype(std::tuple_cat(std::declval<std::tuple<layer>>(),
+                                       std::declval<typename chain<typename layer::value_type, output_shape_t<layer>, Spec, Rest...>::type>()));
+};
+/// The dtype of the last layer's output (the input's when there is none).
+template <class InputSpec, class... Specs> struct chain_value {
+  using layers = typename chain<typename InputSpec::value_type, typename InputSpec::shape_type, InputSpec, Specs...>::type;
+  using type = typename std::conditional_t<(sizeof...(Specs) > 0), std::tuple_element<sizeof...(Specs) - (sizeof...(Specs) > 0), layers>,
+                                           std::type_identity<InputSpec>>::type::value_type;
+};
+template <class Tuple> struct instances;
+template <class... L> struct instances<std::tuple<L...>> { using type = std::tuple<layer_instance<L>...>; };
+
+}  // namespace detail
+
+/// @brief keras.Sequential(layers) over inputs described by InputSpec (a keras::Input).
+template <class InputSpec, class... Specs>
+class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename detail::chain_value<InputSpec, Specs...>::type> {
+ public:
+  using input_value_type = typename InputSpec::value_type;
+  using input_shape = typename InputSpec::shape_type;
+  /// @brief The built layers, in order (layer_instance<L> holds each).
+  using layers_type = typename detail::chain<input_value_type, input_shape, InputSpec, Specs...>::type;
+  static constexpr std::size_t size = sizeof...(Specs);
+  static_assert(size > 0, "ctflow::keras::Sequential: give at least one layer after the Input");
+  /// @brief The dtype of the output and of the weights.
+  using value_type = typename std::tuple_element_t<size - 1, layers_type>::value_type;
+  using output_shape = detail::output_shape_t<std::tuple_element_t<size - 1, layers_type>>;
+  using input_view = TensorView<const input_value_type, input_shape>;
+  using output_view = TensorView<const value_type, output_shape>;
+  static constexpr const char* class_name = "Sequential";
+
+  /// @brief The model's name (Keras's automatic sequential, sequential_1, ... by default) and
+  /// whether its weights train.
+  std::string name;
+  bool trainable = true;
+
+  /// @brief Builds every layer from its default spec (made in order: unseeded initializers draw
+  /// their seeds layer by layer).
+  Sequential() : Sequential(std::tuple<InputSpec, Specs...>{InputSpec{}, Specs{}...}) {}
+  /// @brief Builds every layer from the specs given (their fields: names, initializers, rates).
+  explicit Sequential(InputSpec input, Specs... specs) : Sequential(std::tuple<InputSpec, Specs...>{std::move(input), std::move(specs)...}) {}
+
+ private:
+  explicit Sequential(std::tuple<InputSpec, Specs...>&& specs)
+      : input_spec_(std::move(std::get<0>(specs))), layers_(std::apply([](const auto&, const auto&... s) { return std::tuple<const Specs&...>(s...); }, specs)) {
+    std::apply([](auto&... l) { (l.name_if_unnamed(), ...); }, layers_);
+    name = detail::auto_name("sequential");
+    // Keras's Sequential with an Input also uses up a functional model's and an input layer's name.
+    detail::auto_name("functional");
+    if (input_spec_.name.empty()) input_spec_.name = detail::auto_name("input_layer");
+  }
+
+ public:
+  Sequential(const Sequential&) = delete;
+  Sequential& operator=(const Sequential&) = delete;
+
+  /// @brief The parameters of the model, known to the compiler.
+  static constexpr std::size_t count_params() {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (std::size_t(0) + ... + keras::count_params<typename std::tuple_element_t<I, layers_type>>());
+    }(std::make_index_sequence<size>{});
+  }
+
+  /// @brief Layer I (its layer_instance: `.layer`, `.name`, `.trainable`, `.output()`).
+  template <std::size_t I> auto& get_layer() { return std::get<I>(layers_); }
+  template <std::size_t I> const auto& get_layer() const { return std::get<I>(layers_); }
+
+  /// @brief Runs the model on x (inference, or training: recorded for backward) and returns a
+  /// view of its output, valid until the next call.
+  output_view operator()(const input_view& x, bool training = false) {
+    return run_from<0>(x, training);
+  }
+  /// @brief The same for any expression of the input's dtype and shape (evaluated first).
+  template <Expression X> requires(!std::is_convertible_v<const X&, input_view>)
+  output_view operator()(const X& x, bool training = false) {
+    input_tensor_ = x;
+    return (*this)(input_view(input_tensor_.data(), input_tensor_.dims()), training);
+  }
+
+  /// @brief The backward pass of the last training call: from dy, the adjoint of the output, every
+  /// trainable weight's gradient (trainable_variables() and gradients() give them in order);
+  /// returns the adjoint of the input when asked.
+  std::optional<Tensor<input_value_type, input_shape>> backward(const output_view& dy, bool input_gradient = false) {
+    return back<size - 1>(dy, input_gradient);
+  }
+
+  /// @brief The layers at run time: names, classes, output shapes, weights and their gradients.
+  std::vector<layer_info<value_type>> layers() {
+    std::vector<layer_info<value_type>> out;
+    std::apply([&](auto&... l) { (out.push_back(detail::describe(l)), ...); }, layers_);
+    return out;
+  }
+
+  /// @brief Keras's model.summary(): its table of layers, output shapes and parameters, and totals.
+  void summary(const summary_options& options = {}) {
+    std::vector<detail::summary_row> rows;
+    std::size_t trains = 0, others = 0;
+    for (const auto& l : layers()) rows.push_back({*l.name + " (" + l.class_name + ")", detail::shape_text(l.output_shape), detail::thousands(l.param_count()), ""});
+    detail::each_weight(layers(), trainable, "", [&](const std::string&, const auto& w, bool t) { (t ? trains : others) += w.values.size(); });
+    detail::print_summary(name, rows, false, trains, others, sizeof(value_type), options);
+  }
+
+ private:
+  template <std::size_t I, class V> output_view run_from(const V& x, bool training) {
+    auto out = std::get<I>(layers_).forward(x, training, !trainable);
+    if constexpr (I + 1 == size) return out;
+    else return run_from<I + 1>(out, training);
+  }
+  template <std::size_t I> std::optional<Tensor<input_value_type, input_shape>> back(const auto& dy, bool input_gradient) {
+    auto& layer = std::get<I>(layers_);
+    if constexpr (I == 0) {
+      return layer.backward(dy, input_gradient, !trainable);
+    } else {
+      auto dx = layer.backward(dy, true, !trainable);
+      if (!dx) throw value_error("ctflow::keras::Sequential: layer " + layer.name + " gave no gradient for its input");
+      using L = std::remove_cvref_t<decltype(layer)>;
+      return back<I - 1>(TensorView<const typename L::input_value_type, typename L::input_shape>(dx->data(), dx->dims()), input_gradient);
+    }
+  }
+
+  InputSpec input_spec_;
+  Tensor<input_value_type, input_shape> input_tensor_;
+  typename detail::instances<layers_type>::type layers_;
+};
+
+}  // namespace ctflow::keras

@@ -1,0 +1,237 @@
+// Keras's functional API (two inputs and a shared layer, a residual block, a model called as a
+// layer) against Keras 3's summaries, weight files, outputs and gradients; custom layers (own
+// variables and sub-layers, tracked without a list) against the built-in layers they compose.
+#include "keras_check.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace ctflow;
+using keras_check::data;
+using keras_check::relative_difference;
+namespace layers = keras::layers;
+namespace activations = keras::activations;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+template <class Model> std::string summary_of(Model& model) {
+  std::string text;
+  model.summary({.line_length = 76, .print_fn = [&](const std::string& s) { text = s; }});
+  return text;
+}
+std::string scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ctflow_functional_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+template <class S> TensorView<const float, S> view(const Tensor<float, S>& t) { return TensorView<const float, S>(t.data(), t.dims()); }
+
+/// Every trainable weight's gradient of the last backward pass against Keras's dw<i> (i: the
+/// weight's index among all weights).
+template <class Model> void check_gradients(Model& model, const io::safetensors::File& f) {
+  const auto all = model.get_weights();
+  const auto grads = model.gradients();
+  std::size_t trainable = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string key = "dw" + std::to_string(i);
+    if (!f.contains(key)) continue;
+    INFO("weight " << i);
+    REQUIRE(trainable < grads.size());
+    std::vector<float> expected(all[i].values.size());
+    f.read_into(key, expected.data());
+    const auto g = grads[trainable++];
+    double diff = 0, scale = 1;
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      diff = std::max(diff, std::abs(double(g[k]) - double(expected[k])));
+      scale = std::max(scale, std::abs(double(expected[k])));
+    }
+    CHECK(diff / scale < 2e-5);
+  }
+  CHECK(trainable == grads.size());
+}
+
+auto two_inputs_model() {
+  keras::Input<float, Shape<4>> a{.name = "a"}, b{.name = "b"};
+  layers::Dense<8> shared{.name = "shared"};
+  auto sa = shared(a), sb = shared(b);
+  auto s = layers::Add{}(sa, sb);
+  auto c = layers::Concatenate<>{}(s, sa);
+  auto out = layers::Dense<1>{}(c);
+  return keras::Model(std::tuple{a, b}, out);
+}
+
+}  // namespace
+
+TEST_CASE("functional: two inputs, a shared layer, Add and Concatenate: Keras's summary, weights, outputs and gradients") {
+  keras::backend::clear_session();
+  auto model = two_inputs_model();
+  CHECK(model.name == "functional");
+  CHECK(summary_of(model) == read_text(data("summaries/functional.txt")));
+  CHECK(model.count_params() == 57);
+  model.load_weights(data("weights/functional.weights.h5"));
+  const io::safetensors::File f(data("weights/functional.safetensors"));
+  const auto x0 = f.get<float, Shape<dyn, 4>>("x0"), x1 = f.get<float, Shape<dyn, 4>>("x1");
+  const auto y = model(std::tuple{view(x0), view(x1)});
+  CHECK(relative_difference(y, f.get<float, Shape<dyn, 1>>("y")) < 2e-5);
+  // Training: the shared layer's gradient is the sum over its two calls.
+  model(std::tuple{view(x0), view(x1)}, true);
+  const auto dy = f.get<float, Shape<dyn, 1>>("dy");
+  const auto [dx0, dx1] = model.backward(view(dy), true);
+  check_gradients(model, f);
+  REQUIRE((dx0 && dx1));
+  CHECK(relative_difference(*dx0, f.get<float, Shape<dyn, 4>>("dx0")) < 2e-5);
+  CHECK(relative_difference(*dx1, f.get<float, Shape<dyn, 4>>("dx1")) < 2e-5);
+  // The shared layer is one layer of the model, its weights listed once.
+  CHECK(model.trainable_variables().size() == 4);
+  CHECK(model.trainable_variables()[0].path == "shared/kernel");
+}
+
+TEST_CASE("functional: a residual block with BatchNormalization; weight files both ways; a copy is the same model") {
+  keras::backend::clear_session();
+  keras::Input<float, Shape<6, 6, 3>> inputs;
+  auto x = layers::Conv2D<4, 3, layers::same>{}(inputs);
+  auto y = layers::Conv2D<4, 3, layers::same>{}(layers::ReLU{}(layers::BatchNormalization{}(x)));
+  auto out = layers::Dense<3>{}(layers::GlobalAveragePooling2D{}(layers::Add{}(x, y)));
+  keras::Model model(inputs, out);
+  CHECK(summary_of(model) == read_text(data("summaries/residual.txt")));
+  model.load_weights(data("weights/residual.weights.h5"));
+  const io::safetensors::File f(data("weights/residual.safetensors"));
+  const auto xs = f.get<float, Shape<dyn, 6, 6, 3>>("x");
+  CHECK(relative_difference(model(view(xs)), f.get<float, Shape<dyn, 3>>("y")) < 2e-5);
+  model(view(xs), true);
+  const auto dy = f.get<float, Shape<dyn, 3>>("dy");
+  const auto [dx] = model.backward(view(dy), true);
+  check_gradients(model, f);
+  REQUIRE(dx);
+  CHECK(relative_difference(*dx, f.get<float, Shape<dyn, 6, 6, 3>>("dx")) < 2e-5);
+  // Saved by ctflow, read back into a copy of the graph's weights.
+  const auto before = model.get_weights();
+  const auto expected = eval(model(view(xs)));
+  const std::string path = scratch("residual.weights.h5");
+  model.save_weights(path);
+  auto copy = model;  // the same model
+  auto w = copy.get_weights();
+  for (auto& t : w) std::fill(t.values.begin(), t.values.end(), 0.f);
+  copy.set_weights(w);
+  CHECK(relative_difference(model(view(xs)), expected) > 0);
+  model.load_weights(path);
+  CHECK(relative_difference(model(view(xs)), expected) == 0);
+  CHECK(copy.get_weights()[0].values == before[0].values);
+}
+
+TEST_CASE("functional: a model called as a layer of another: Keras's summary and nested weight file; freezing it") {
+  keras::backend::clear_session();
+  keras::Input<float, Shape<3>> ii;
+  keras::Model inner(ii, layers::Dense<5>{}(layers::Dense<4, activations::tanh>{}(ii)));
+  inner.name = "inner";
+  keras::Input<float, Shape<3>> oi;
+  keras::Model outer(oi, layers::Dense<2>{}(inner(oi)));
+  outer.name = "outer";
+  CHECK(summary_of(outer) == read_text(data("summaries/nested.txt")));
+  outer.load_weights(data("weights/nested.weights.h5"));
+  const io::safetensors::File f(data("weights/nested.safetensors"));
+  const auto x = f.get<float, Shape<dyn, 3>>("x");
+  CHECK(relative_difference(outer(view(x)), f.get<float, Shape<dyn, 2>>("y")) < 2e-5);
+  outer(view(x), true);
+  const auto dy = f.get<float, Shape<dyn, 2>>("dy");
+  outer.backward(view(dy));
+  check_gradients(outer, f);
+  CHECK(outer.trainable_variables()[0].path == "inner/dense/kernel");
+  // The inner model is the outer's layer: freezing it takes its weights out of training.
+  inner.trainable = false;
+  CHECK(outer.trainable_variables().size() == 2);
+  CHECK(outer.non_trainable_variables().size() == 4);
+  outer(view(x), true);
+  outer.backward(view(dy));
+  CHECK(outer.gradients().size() == 2);
+}
+
+TEST_CASE("functional: errors name the layers: a disconnected graph, a name used twice, a shared layer called on another shape") {
+  keras::backend::clear_session();
+  keras::Input<float, Shape<4>> a{.name = "a"}, b{.name = "b"};
+  auto out = layers::Add{}(layers::Dense<3>{}(a), layers::Dense<3>{}(b));
+  CHECK_THROWS_WITH(keras::Model(a, out), Catch::Contains("graph disconnected: input b [None,4]"));
+  keras::Input<float, Shape<4>> c;
+  auto twice = layers::Dense<2>{.name = "same"}(layers::Dense<2>{.name = "same"}(c));
+  CHECK_THROWS_WITH(keras::Model(c, twice), Catch::Contains("the name \"same\" is used by two layers"));
+  layers::Dense<2> shared;
+  keras::Input<float, Shape<4>> d;
+  keras::Input<float, Shape<5>> e;
+  shared(d);
+  CHECK_THROWS_WITH(shared(e), Catch::Contains("was built for other inputs than [None,5]"));
+}
+
+namespace {
+
+// Keras's guide's Linear layer: its own weights, made by add_weight.
+template <std::size_t Units> struct Linear {
+  CTFLOW_KERAS_LAYER_SPEC("Linear");
+  template <class T, ShapeType In> struct built : keras::Layer<Linear, T, In> {
+    Variable<T, Shape<In::extents[1], Units>> w = keras::add_weight("w", keras::initializers::RandomNormal(0.0, 0.05, 3));
+    Variable<T, Shape<Units>> b = keras::add_weight("b", keras::initializers::Zeros());
+    template <class X, class Training> auto call(const X& x, Training) const { return matmul(x, w) + b; }
+  };
+};
+
+// Two Dense sub-layers and a Dropout whose rate comes from the layer's own spec.
+struct MLPBlock {
+  CTFLOW_KERAS_LAYER_SPEC("MLPBlock");
+  double rate = 0.0;
+  template <class T, ShapeType In> struct built : keras::Layer<MLPBlock, T, In> {
+    keras::config<MLPBlock, T> config;
+    keras::sublayer<layers::Dense<6, activations::relu>, T, In> dense1;
+    keras::sublayer_after<decltype(dense1), layers::Dense<3>> dense2;
+    template <class X, class Training> auto call(const X& x, Training training) const {
+      if constexpr (training) return dense2(nn::dropout(dense1(x, training), config.rate, 7), training);
+      else return dense2(dense1(x, training), training);
+    }
+  };
+};
+
+}  // namespace
+
+TEST_CASE("custom layers: own variables and sub-layers tracked without a list, parameters counted by the compiler") {
+  keras::backend::clear_session();
+  using Net = keras::Sequential<keras::Input<float, Shape<5>>, Linear<4>, MLPBlock>;
+  static_assert(Net::count_params() == (5 * 4 + 4) + (4 * 6 + 6) + (6 * 3 + 3));
+  Net model;
+  const auto vars = model.trainable_variables();
+  REQUIRE(vars.size() == 6);
+  CHECK(vars[0].path == "linear/w");
+  CHECK(vars[1].path == "linear/b");
+  CHECK(vars[2].path == "mlp_block/dense/kernel");
+  CHECK(vars[5].path == "mlp_block/dense_1/bias");
+  // The same network from built-in layers, with the same weights, gives the same outputs and gradients.
+  keras::Sequential<keras::Input<float, Shape<5>>, layers::Dense<4>, layers::Dense<6, activations::relu>, layers::Dense<3>> plain;
+  plain.set_weights(model.get_weights());
+  const auto x = random_uniform<float, Shape<dyn, 5>>(9, -1, 1, {7, 5});
+  CHECK(relative_difference(model(x), plain(x)) < 1e-6);
+  const auto dy = random_uniform<float, Shape<dyn, 3>>(10, -1, 1, {7, 3});
+  model(x, true);
+  plain(x, true);
+  const auto dxa = model.backward(view(dy), true);
+  const auto dxb = plain.backward(view(dy), true);
+  REQUIRE((dxa && dxb));
+  CHECK(relative_difference(*dxa, *dxb) < 1e-6);
+  const auto ga = model.gradients(), gb = plain.gradients();
+  REQUIRE(ga.size() == gb.size());
+  for (std::size_t i = 0; i < ga.size(); ++i)
+    for (std::size_t k = 0; k < ga[i].size(); ++k) CHECK(ga[i][k] == Approx(gb[i][k]).margin(1e-6));
+  // Freezing a sub-layer takes its weights out of training; weight files keep the nesting.
+  model.get_layer<1>().layer.dense1.trainable = false;
+  CHECK(model.trainable_variables().size() == 4);
+  const std::string path = scratch("custom.weights.h5");
+  model.save_weights(path);
+  Net other;
+  other.load_weights(path);
+  CHECK(relative_difference(other(x), model(x)) == 0);
+  // Its summary lists it as one layer with all its parameters.
+  CHECK(summary_of(model).find("mlp_block (MLPBlock)") != std::string::npos);
+}

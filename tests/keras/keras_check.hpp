@@ -1,0 +1,82 @@
+// What the Keras tests share: reading a case that tests/keras/generate.py wrote with Keras 3,
+// running the same layer in ctflow with the same weights, and comparing outputs and gradients.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include <ctflow/io.hpp>
+#include <ctflow/keras.hpp>
+
+namespace keras_check {
+
+using namespace ctflow;
+
+inline std::string data(const std::string& relative) { return std::string(CTFLOW_KERAS_DATA) + "/" + relative; }
+
+/// The largest difference between a and b, relative to b's largest magnitude (at least 1).
+template <class A, class B> double relative_difference(const A& a, const B& b) {
+  REQUIRE(a.dims() == b.dims());
+  double diff = 0, scale = 1;
+  const Tensor<value_t<A>, shape_t<A>> ta(a);
+  const Tensor<value_t<B>, shape_t<B>> tb(b);
+  for (std::size_t i = 0; i < ta.size(); ++i) {
+    diff = std::max(diff, std::abs(double(ta.data()[i]) - double(tb.data()[i])));
+    scale = std::max(scale, std::abs(double(tb.data()[i])));
+  }
+  return diff / scale;
+}
+
+/// Runs layer Spec (built for inputs of dtype T and shape In) on the case's x with the case's
+/// weights: its output must equal Keras's y; with `gradients`, after a training call, the
+/// gradients of sum(y * dy) with respect to x and to the trainable weights must equal Keras's.
+template <class T, class In, class Spec> void check_layer(const std::string& name, const Spec& spec, bool training, bool gradients,
+                                                         double tolerance = 2e-5) {
+  INFO("case " << name);
+  const io::safetensors::File f(data("layers/" + name + ".safetensors"));
+  using L = typename Spec::template built<T, In>;
+  using TOut = typename L::value_type;
+  keras::layer_instance<L> layer(spec);
+  const auto x = f.get<T, In>("x");
+  std::apply(
+      [&](auto&... w) {
+        std::size_t i = 0;
+        ((f.read("w" + std::to_string(i++), static_cast<Tensor<TOut, shape_t<decltype(w)>>&>(w))), ...);
+      },
+      layer.layer.weights());
+  const typename keras::layer_instance<L>::input_view xv(x.data(), x.dims());
+  const auto y = layer.forward(xv, training);
+  const auto expected = f.get<TOut, typename L::output_shape>("y");
+  CHECK(relative_difference(y, expected) < tolerance);
+  if (training) {
+    // The moving statistics the call left (BatchNormalization).
+    std::size_t m = 0;
+    std::apply([&](auto&... w) { ([&] { if (!w.trainable() && f.contains("m" + std::to_string(m))) {
+                                           CHECK(relative_difference(w, f.get<TOut, shape_t<decltype(w)>>("m" + std::to_string(m))) < tolerance);
+                                           ++m;
+                                         } }(), ...); },
+               layer.layer.weights());
+  }
+  if (!gradients) return;
+  if (!training) layer.forward(xv, true);
+  const auto dy = f.get<TOut, typename L::output_shape>("dy");
+  auto dx = layer.backward(typename keras::layer_instance<L>::output_view(dy.data(), dy.dims()));
+  if (f.contains("dx")) {
+    REQUIRE(dx.has_value());
+    CHECK(relative_difference(*dx, f.get<T, In>("dx")) < tolerance);
+  }
+  std::size_t i = 0;
+  layer.each_gradient([&](auto& w, const auto* g) {
+    const std::string key = "dw" + std::to_string(i++);
+    if (!f.contains(key)) return;
+    INFO("weight " << w.name());
+    REQUIRE(g != nullptr);
+    CHECK(relative_difference(*g, f.get<TOut, shape_t<std::remove_cvref_t<decltype(w)>>>(key)) < tolerance);
+  });
+}
+
+}  // namespace keras_check

@@ -1,0 +1,177 @@
+// Keras models: summary() against Keras 3's own text, Keras's weight files read (.weights.h5, a
+// legacy .h5, a .keras archive) and written (read back), shape mismatches, freezing, get_weights
+// and set_weights, and the parameter count the compiler knows.
+#include "keras_check.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace ctflow;
+using keras_check::data;
+using keras_check::relative_difference;
+namespace layers = keras::layers;
+namespace activations = keras::activations;
+
+namespace {
+
+using FashionCnn = keras::Sequential<keras::Input<float, Shape<28, 28, 1>>, layers::Conv2D<32, 3, activations::relu>, layers::MaxPooling2D<>,
+                                     layers::Conv2D<64, 3, activations::relu>, layers::MaxPooling2D<>, layers::Flatten,
+                                     layers::Dense<128, activations::relu>, layers::Dense<10>>;
+using BnModel = keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::BatchNormalization, layers::Dense<2>>;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+template <class Model> std::string summary_of(Model& model) {
+  std::string text;
+  model.summary({.line_length = 76, .print_fn = [&](const std::string& s) { text = s; }});
+  return text;
+}
+std::string scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ctflow_keras_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+}  // namespace
+
+TEST_CASE("the Fashion-MNIST CNN: the compiler's parameter count, Keras's summary, Keras's weights reproduce Keras's outputs") {
+  static_assert(FashionCnn::count_params() == 225034);
+  keras::backend::clear_session();
+  FashionCnn model;
+  CHECK(summary_of(model) == read_text(data("summaries/fashion_mnist_cnn.txt")));
+  model.load_weights(data("weights/fashion_mnist_cnn.weights.h5"));
+  const io::safetensors::File f(data("weights/fashion_mnist_cnn.safetensors"));
+  const auto y = model(f.get<float, Shape<dyn, 28, 28, 1>>("x"));
+  CHECK(relative_difference(y, f.get<float, Shape<dyn, 10>>("y")) < 2e-5);
+}
+
+TEST_CASE("BatchNormalization's model: summary with non-trainable parameters; its .weights.h5, .keras archive and legacy .h5 files") {
+  keras::backend::clear_session();
+  BnModel model;
+  CHECK(summary_of(model) == read_text(data("summaries/batch_normalization.txt")));
+  const io::safetensors::File f(data("weights/batch_normalization.safetensors"));
+  for (const char* file : {"weights/batch_normalization.weights.h5", "weights/batch_normalization.keras", "weights/batch_normalization.h5",
+                           "weights/batch_normalization_weights.h5"}) {
+    INFO(file);
+    BnModel m;
+    m.load_weights(data(file));
+    const auto w = m.get_weights();
+    REQUIRE(w.size() == 8);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      std::vector<float> expected(w[i].values.size());
+      f.read_into(std::string("w").append(std::to_string(i)), expected.data());
+      CHECK(w[i].values == expected);
+    }
+    CHECK(relative_difference(m(f.get<float, Shape<dyn, 8>>("x")), f.get<float, Shape<dyn, 2>>("y")) < 2e-5);
+  }
+  // Its moving statistics are not trainable, and freezing a layer moves its weights over.
+  CHECK(model.trainable_variables().size() == 6);
+  CHECK(model.non_trainable_variables().size() == 2);
+  CHECK(model.non_trainable_variables()[0].path == model.get_layer<1>().name + "/moving_mean");
+}
+
+TEST_CASE("freezing a layer: its weights leave trainable_variables(), summary's totals change, backward leaves them") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::Dense<4>, layers::Dense<2>> model;
+  model.get_layer<1>().trainable = false;
+  CHECK(summary_of(model) == read_text(data("summaries/frozen.txt")));
+  CHECK(model.trainable_variables().size() == 4);
+  CHECK(model.non_trainable_variables().size() == 2);
+  const auto x = random_uniform<float, Shape<dyn, 8>>(3, -1, 1, {5, 8});
+  const auto y = model(x, true);
+  const auto dy = ones<float, Shape<dyn, 2>>({5, 2});
+  model.backward(TensorView<const float, Shape<dyn, 2>>(dy.data(), dy.dims()));
+  CHECK_FALSE(model.get_layer<1>().gradient<0>().has_value());
+  CHECK(model.get_layer<0>().gradient<0>().has_value());  // the adjoint still flows through the frozen layer
+  CHECK(model.gradients().size() == 4);
+  model.trainable = false;
+  CHECK(model.trainable_variables().empty());
+  (void)y;
+}
+
+TEST_CASE("save_weights writes Keras 3's .weights.h5 and safetensors; load_weights reads them back") {
+  keras::backend::clear_session();
+  BnModel a;
+  a.set_weights([&] {
+    auto w = a.get_weights();
+    float v = 0.25f;
+    for (auto& t : w)
+      for (auto& x : t.values) x = (v += 0.125f);
+    return w;
+  }());
+  const auto x = random_uniform<float, Shape<dyn, 8>>(4, -1, 1, {3, 8});
+  const Tensor<float, Shape<dyn, 2>> ya = a(x);
+  for (const char* name : {"model.weights.h5", "model.safetensors"}) {
+    INFO(name);
+    const std::string path = scratch(name);
+    a.save_weights(path);
+    BnModel b;
+    b.load_weights(path);
+    CHECK(relative_difference(b(x), ya) == 0);
+  }
+  CHECK_THROWS_WITH(a.save_weights(scratch("model.h5")), Catch::Contains("must end in .weights.h5 or .safetensors"));
+}
+
+TEST_CASE("a weight of another shape is an error naming the layer, the weight and both shapes; skip_mismatch skips it") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<15>, layers::BatchNormalization, layers::Dense<2>> other;
+  const auto before = other.get_weights();
+  CHECK_THROWS_WITH(other.load_weights(data("weights/batch_normalization.weights.h5")),
+                    Catch::Contains("layer dense, weight kernel: shape [8,16] in the file, [8,15] in the model"));
+  CHECK(other.get_weights()[0].values == before[0].values);  // nothing changed
+  other.load_weights(data("weights/batch_normalization.weights.h5"), {.skip_mismatch = true});
+  CHECK(other.get_weights()[7].values != before[7].values);  // the last Dense's bias fits, and loaded
+  CHECK_THROWS_AS(other.load_weights(data("layers/dense.safetensors")), io_error);
+  // A .keras archive's config is checked first: its layers' classes, names and input shapes.
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::Dense<2>> fewer;
+  CHECK_THROWS_WITH(fewer.load_weights(data("weights/batch_normalization.keras")),
+                    Catch::Contains("layer 1 is batch_normalization (BatchNormalization) in the archive, dense_1 (Dense) in the model"));
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<9>>, layers::Dense<16>, layers::BatchNormalization, layers::Dense<2>> wider;
+  CHECK_THROWS_WITH(wider.load_weights(data("weights/batch_normalization.keras")),
+                    Catch::Contains("layer dense (Dense) is built for inputs [None,8] in the archive, [None,9] in the model"));
+}
+
+TEST_CASE("set_weights checks the number and shapes of the values") {
+  keras::backend::clear_session();
+  BnModel model;
+  auto w = model.get_weights();
+  w.pop_back();
+  CHECK_THROWS_WITH(model.set_weights(w), Catch::Contains("the model has 8 weights, 7 values were given"));
+  w = model.get_weights();
+  w[0].shape = {16, 8};
+  CHECK_THROWS_WITH(model.set_weights(w), Catch::Contains("layer dense, weight kernel: shape [16,8] given for a weight of shape [8,16]"));
+}
+
+TEST_CASE("ctflow's .weights.h5 files for Keras: written, read back; kept in $CTFLOW_KERAS_OUT for generate.py --check") {
+  // generate.py --check <dir> loads each file into the same network in Keras and compares its
+  // outputs with those ctflow computed (<model>.safetensors).
+  const char* out = std::getenv("CTFLOW_KERAS_OUT");
+  const std::string dir = out ? std::string(out) : std::filesystem::path(scratch("x")).parent_path().string();
+  std::filesystem::create_directories(dir);
+  keras::backend::clear_session();
+  auto write = [&](auto& model, const std::string& name, const auto& x) {
+    auto w = model.get_weights();
+    float v = 0.1f;
+    for (auto& t : w)
+      for (auto& e : t.values) e = 0.5f + 0.3f * std::sin(v += 0.37f);  // positive: variances too
+    model.set_weights(w);
+    const auto y = eval(model(x));
+    model.save_weights(dir + "/" + name + ".weights.h5");
+    io::safetensors::save_file({{"x", x}, {"y", y}}, dir + "/" + name + ".safetensors");
+    std::remove_cvref_t<decltype(model)> back;
+    back.load_weights(dir + "/" + name + ".weights.h5");
+    CHECK(relative_difference(back(x), y) == 0);
+  };
+  FashionCnn cnn;
+  write(cnn, "fashion_mnist_cnn", random_uniform<float, Shape<dyn, 28, 28, 1>>(5, 0, 1, {2, 28, 28, 1}));
+  keras::backend::clear_session();
+  BnModel bn;
+  write(bn, "batch_normalization", random_uniform<float, Shape<dyn, 8>>(6, -1, 1, {3, 8}));
+}
