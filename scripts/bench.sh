@@ -134,6 +134,23 @@ trss=$(awk '/peak RSS/ { print $3 }' /tmp/ctflow_loop_torch.txt)
 echo "epoch time: ctflow ${ours} s, torch ${torch} s; torch/ctflow $(ratio "$torch" "$ours") (goal >= 2)"
 echo "peak RSS: ctflow ${rss} MB, torch ${trss} MB; ctflow/torch $(ratio "$rss" "$trss") (goal <= 0.5)"
 
+echo "== Keras model inference: the Fashion-MNIST CNN and an MLP 784-128-10 (median us per call; allocations per warm call)"
+echo "   (goals: CNN batch 1 <= 28 us, MLP batch 1 <= 2.1 us, zero allocations, 2 threads never slower than 1)"
+./build/bench/bench_keras $reps 2>/dev/null | grep median | tee /tmp/ctflow_keras.txt
+/usr/bin/python3 bench/peers/keras_torch.py | tee /tmp/ctflow_keras_torch.txt
+if python3 -c "import tensorflow" 2>/dev/null; then
+  for t in 1 2; do python3 bench/peers/keras_tf.py $t; done | tee /tmp/ctflow_keras_tf.txt
+else
+  echo "TensorFlow is not installed (pip install tensorflow-cpu): no TensorFlow peer" > /tmp/ctflow_keras_tf.txt
+fi
+for m in cnn mlp; do for b in 1 256; do for t in 1 2; do
+  ours=$(field /tmp/ctflow_keras.txt "keras_$m/$b/$t/")
+  allocs=$(field /tmp/ctflow_keras.txt "keras_$m/$b/$t/" allocs)
+  torch=$(field /tmp/ctflow_keras_torch.txt "torch_$m/$b/$t")
+  tf=$(field /tmp/ctflow_keras_tf.txt "tf_$m/$b/$t")
+  echo "$m batch=$b threads=$t: ctflow ${ours} us (${allocs} allocations), torch ${torch} us, TensorFlow ${tf:-n/a} us; torch/ctflow $(ratio "$torch" "$ours")${tf:+, TensorFlow/ctflow $(ratio "$tf" "$ours")}"
+done; done; done
+
 echo "== compile time"
 inc="-std=c++20 -O2 -march=native -Iinclude"
 /usr/bin/time -f "the element-wise op tests, one TU: %e s, %M KiB" g++ $inc -c tests/unit/ops/elementwise_test.cpp -o /dev/null
