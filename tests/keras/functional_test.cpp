@@ -4,58 +4,20 @@
 #include "keras_check.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 using namespace ctflow;
+using keras_check::check_gradients;
 using keras_check::data;
+using keras_check::read_text;
 using keras_check::relative_difference;
+using keras_check::scratch;
+using keras_check::summary_of;
 namespace layers = keras::layers;
 namespace activations = keras::activations;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-template <class Model> std::string summary_of(Model& model) {
-  std::string text;
-  model.summary({.line_length = 76, .print_fn = [&](const std::string& s) { text = s; }});
-  return text;
-}
-std::string scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ctflow_functional_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
 template <class S> TensorView<const float, S> view(const Tensor<float, S>& t) { return TensorView<const float, S>(t.data(), t.dims()); }
-
-/// Every trainable weight's gradient of the last backward pass against Keras's dw<i> (i: the
-/// weight's index among all weights).
-template <class Model> void check_gradients(Model& model, const io::safetensors::File& f) {
-  const auto all = model.get_weights();
-  const auto grads = model.gradients();
-  std::size_t trainable = 0;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const std::string key = "dw" + std::to_string(i);
-    if (!f.contains(key)) continue;
-    INFO("weight " << i);
-    REQUIRE(trainable < grads.size());
-    std::vector<float> expected(all[i].values.size());
-    f.read_into(key, expected.data());
-    const auto g = grads[trainable++];
-    double diff = 0, scale = 1;
-    for (std::size_t k = 0; k < expected.size(); ++k) {
-      diff = std::max(diff, std::abs(double(g[k]) - double(expected[k])));
-      scale = std::max(scale, std::abs(double(expected[k])));
-    }
-    CHECK(diff / scale < 2e-5);
-  }
-  CHECK(trainable == grads.size());
-}
 
 auto two_inputs_model() {
   keras::Input<float, Shape<4>> a{.name = "a"}, b{.name = "b"};

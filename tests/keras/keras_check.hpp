@@ -6,8 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
+
+#include <unistd.h>
 
 #include <ctflow/io.hpp>
 #include <ctflow/keras.hpp>
@@ -17,6 +23,51 @@ namespace keras_check {
 using namespace ctflow;
 
 inline std::string data(const std::string& relative) { return std::string(CTFLOW_KERAS_DATA) + "/" + relative; }
+
+/// A text file's contents (Keras's summaries).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+/// A model's summary() at Keras's width in a pipe (76 columns), as text.
+template <class Model> std::string summary_of(Model& model) {
+  std::string text;
+  model.summary({.line_length = 76, .print_fn = [&](const std::string& s) { text = s; }});
+  return text;
+}
+/// A path for a file named name in this process's scratch directory.
+inline std::string scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ctflow_keras_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+/// Every trainable weight's gradient of the model's last backward pass against Keras's dw<i> in f
+/// (i: the weight's index among all weights): the largest difference, relative to the largest
+/// expected magnitude (at least scale_floor), below tolerance; and no other gradient.
+template <class Model> void check_gradients(Model& model, const io::safetensors::File& f, double tolerance = 2e-5, double scale_floor = 1) {
+  const auto all = model.get_weights();
+  const auto grads = model.gradients();
+  std::size_t trainable = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string key = "dw" + std::to_string(i);
+    if (!f.contains(key)) continue;
+    INFO("weight " << i);
+    REQUIRE(trainable < grads.size());
+    std::vector<float> expected(all[i].values.size());
+    f.read_into(key, expected.data());
+    const auto g = grads[trainable++];
+    double diff = 0, scale = scale_floor;
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      diff = std::max(diff, std::abs(double(g[k]) - double(expected[k])));
+      scale = std::max(scale, std::abs(double(expected[k])));
+    }
+    CHECK(diff / scale < tolerance);
+  }
+  CHECK(trainable == grads.size());
+}
 
 /// The largest difference between a and b, relative to b's largest magnitude (at least 1).
 template <class A, class B> double relative_difference(const A& a, const B& b) {

@@ -4,12 +4,13 @@
 #include "keras_check.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 using namespace ctflow;
 using keras_check::data;
+using keras_check::read_text;
 using keras_check::relative_difference;
+using keras_check::scratch;
+using keras_check::summary_of;
 namespace layers = keras::layers;
 namespace activations = keras::activations;
 
@@ -19,23 +20,6 @@ using FashionCnn = keras::Sequential<keras::Input<float, Shape<28, 28, 1>>, laye
                                      layers::Conv2D<64, 3, activations::relu>, layers::MaxPooling2D<>, layers::Flatten,
                                      layers::Dense<128, activations::relu>, layers::Dense<10>>;
 using BnModel = keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::BatchNormalization, layers::Dense<2>>;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-template <class Model> std::string summary_of(Model& model) {
-  std::string text;
-  model.summary({.line_length = 76, .print_fn = [&](const std::string& s) { text = s; }});
-  return text;
-}
-std::string scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ctflow_keras_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
 
 }  // namespace
 

@@ -7,9 +7,9 @@
 
 #include <string>
 #include <tuple>
-#include <variant>
 
 #include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layers/kernel_and_bias.hpp>
 #include <ctflow/keras/layers/options.hpp>
 #include <ctflow/ops/nn/conv.hpp>
 
@@ -34,7 +34,7 @@ template <std::size_t Filters, std::size_t Kernel, auto... Options> struct Conv1
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In> struct built : detail::kernel_and_bias<Conv1D, T, Shape<Kernel, In::extents[2], Filters>, Filters> {
     static_assert(In::rank == 3, "ctflow::keras::Conv1D: its input must be [batch, steps, channels]");
     static constexpr std::size_t channels = In::extents[2];
     static_assert(channels != dyn, "ctflow::keras::Conv1D: the input's channels must have a static extent");
@@ -42,25 +42,9 @@ template <std::size_t Filters, std::size_t Kernel, auto... Options> struct Conv1
     using value_type = T;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(nn::detail::static_spatial(In::extents[1], Kernel, stride, dilation, padding, 1)), Filters>;
-    using kernel_shape = Shape<Kernel, channels, Filters>;
-    Conv1D config;
-    Variable<T, kernel_shape> kernel;
-    std::conditional_t<has_bias, Variable<T, Shape<Filters>>, std::monostate> bias;
-    explicit built(const Conv1D& c) : config(c), kernel(c.kernel_initializer.template operator()<T, kernel_shape>(), "kernel") {
-      if constexpr (has_bias) bias = Variable<T, Shape<Filters>>(c.bias_initializer.template operator()<T, Shape<Filters>>(), "bias");
-    }
-    auto weights() {
-      if constexpr (has_bias) return std::tie(kernel, bias);
-      else return std::tie(kernel);
-    }
-    auto weight_regularizers() const {
-      if constexpr (has_bias) return std::tie(config.kernel_regularizer, config.bias_regularizer);
-      else return std::tie(config.kernel_regularizer);
-    }
+    using built::kernel_and_bias::kernel_and_bias;
     template <class X, class Training> auto call(const X& x, Training) const {
-      auto y = nn::conv1d<padding, stride, dilation>(x, kernel);
-      if constexpr (has_bias) return activation(std::move(y) + bias);
-      else return activation(std::move(y));
+      return this->bias_and_activation(nn::conv1d<padding, stride, dilation>(x, this->kernel));
     }
   };
 };

@@ -8,9 +8,9 @@
 
 #include <string>
 #include <tuple>
-#include <variant>
 
 #include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layers/kernel_and_bias.hpp>
 #include <ctflow/keras/layers/options.hpp>
 #include <ctflow/ops/nn/conv.hpp>
 
@@ -36,7 +36,8 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct Conv2DTransp
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In>
+  struct built : detail::kernel_and_bias<Conv2DTranspose, T, Shape<kernel_size.h, kernel_size.w, Filters, In::extents[3]>, Filters> {
     static_assert(In::rank == 4, "ctflow::keras::Conv2DTranspose: its input must be [batch, height, width, channels]");
     static constexpr std::size_t channels = In::extents[3];
     static_assert(channels != dyn, "ctflow::keras::Conv2DTranspose: the input's channels must have a static extent");
@@ -46,25 +47,9 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct Conv2DTransp
     using output_shape = Shape<detail::extent<In, 0>,
                                extent_t(nn::detail::transposed_extent(In::extents[1], kernel_size.h, stride.h, dilation.h, padding, 0)),
                                extent_t(nn::detail::transposed_extent(In::extents[2], kernel_size.w, stride.w, dilation.w, padding, 1)), Filters>;
-    using kernel_shape = Shape<kernel_size.h, kernel_size.w, Filters, channels>;
-    Conv2DTranspose config;
-    Variable<T, kernel_shape> kernel;
-    std::conditional_t<has_bias, Variable<T, Shape<Filters>>, std::monostate> bias;
-    explicit built(const Conv2DTranspose& c) : config(c), kernel(c.kernel_initializer.template operator()<T, kernel_shape>(), "kernel") {
-      if constexpr (has_bias) bias = Variable<T, Shape<Filters>>(c.bias_initializer.template operator()<T, Shape<Filters>>(), "bias");
-    }
-    auto weights() {
-      if constexpr (has_bias) return std::tie(kernel, bias);
-      else return std::tie(kernel);
-    }
-    auto weight_regularizers() const {
-      if constexpr (has_bias) return std::tie(config.kernel_regularizer, config.bias_regularizer);
-      else return std::tie(config.kernel_regularizer);
-    }
+    using built::kernel_and_bias::kernel_and_bias;
     template <class X, class Training> auto call(const X& x, Training) const {
-      auto y = nn::conv2d_transpose<padding, stride.h, stride.w, dilation.h, dilation.w>(x, kernel);
-      if constexpr (has_bias) return activation(std::move(y) + bias);
-      else return activation(std::move(y));
+      return this->bias_and_activation(nn::conv2d_transpose<padding, stride.h, stride.w, dilation.h, dilation.w>(x, this->kernel));
     }
   };
 };

@@ -8,9 +8,9 @@
 
 #include <string>
 #include <tuple>
-#include <variant>
 
 #include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/layers/kernel_and_bias.hpp>
 #include <ctflow/keras/layers/options.hpp>
 #include <ctflow/ops/linalg.hpp>
 
@@ -29,7 +29,7 @@ template <std::size_t Units, auto... Options> struct Dense {
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In> struct built : detail::kernel_and_bias<Dense, T, Shape<(In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0), Units>, Units> {
     static constexpr std::size_t features = In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0;
     static_assert(In::rank >= 2, "ctflow::keras::Dense: its input must be [batch, ..., features]");
     static_assert(features != dyn, "ctflow::keras::Dense: the input's last axis (its features) must have a static extent");
@@ -42,36 +42,16 @@ template <std::size_t Units, auto... Options> struct Dense {
       return e;
     }()>;
 
-    Dense config;
-    Variable<T, Shape<features, Units>> kernel;
-    std::conditional_t<has_bias, Variable<T, Shape<Units>>, std::monostate> bias;
-
-    explicit built(const Dense& c) : config(c), kernel(c.kernel_initializer.template operator()<T, Shape<features, Units>>(), "kernel") {
-      if constexpr (has_bias) bias = Variable<T, Shape<Units>>(c.bias_initializer.template operator()<T, Shape<Units>>(), "bias");
-    }
-    auto weights() {
-      if constexpr (has_bias) return std::tie(kernel, bias);
-      else return std::tie(kernel);
-    }
-    auto weight_regularizers() const {
-      if constexpr (has_bias) return std::tie(config.kernel_regularizer, config.bias_regularizer);
-      else return std::tie(config.kernel_regularizer);
-    }
+    using built::kernel_and_bias::kernel_and_bias;
     template <class X, class Training> auto call(const X& x, Training) const {
-      if constexpr (In::rank == 2) return activation(affine(x));
+      if constexpr (In::rank == 2) return this->bias_and_activation(matmul(x, this->kernel));
       else {
         // [..., features] as rows of one product, then back to the input's leading axes.
         auto rows = reshape<Shape<dyn, features>>(x);
         auto d = x.dims();
         d[std::size_t(In::rank - 1)] = Units;
-        return activation(reshape<output_shape>(affine(rows), d));
+        return this->bias_and_activation(reshape<output_shape>(matmul(rows, this->kernel), d));
       }
-    }
-
-   private:
-    template <class X> auto affine(const X& x) const {
-      if constexpr (has_bias) return matmul(x, kernel) + bias;
-      else return matmul(x, kernel);
     }
   };
 };
