@@ -626,17 +626,11 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
       if (++per_depth[d] > 1 || n->inputs.size() > 1) chain = false;
       if (++per_layer[n->layer.get()] > 1) chain = false;
     }
-    std::vector<detail::summary_row> rows;
-    for (std::size_t i = 0; i < infos.size(); ++i) {
-      const auto& l = infos[i];
-      std::string connected;
+    std::vector<std::string> connected(infos.size());
+    for (std::size_t i = 0; i < infos.size(); ++i)
       for (const auto& [index, n] : node_calls(graph_->layers[i].get()))
-        for (const auto& in : n->inputs) connected += (connected.empty() ? "" : ", ") + in->layer->name + "[" + std::to_string(in->node_index) + "][0]";
-      rows.push_back({*l.name + " (" + l.class_name + ")", detail::shape_text(l.output_shape), detail::thousands(l.param_count()), connected.empty() ? "-" : connected});
-    }
-    std::size_t trains = 0, others = 0;
-    detail::each_weight(infos, trainable, "", [&](const std::string&, const auto& w, bool t) { (t ? trains : others) += w.values.size(); });
-    detail::print_summary(name, rows, !chain, trains, others, sizeof(value_type), options);
+        for (const auto& in : n->inputs) connected[i] += (connected[i].empty() ? "" : ", ") + in->layer->name + "[" + std::to_string(in->node_index) + "][0]";
+    detail::summarize(name, infos, trainable, connected, !chain, options);
   }
 
  private:

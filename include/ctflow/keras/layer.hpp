@@ -37,10 +37,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <ctflow/autodiff/recording.hpp>
-#include <ctflow/backend/cpu/evaluator.hpp>
-#include <ctflow/core/tensor.hpp>
-#include <ctflow/core/variable.hpp>
+#include <ctflow/ctflow.hpp>
 #include <ctflow/keras/activations.hpp>
 #include <ctflow/keras/detail/reflect.hpp>
 #include <ctflow/keras/initializers.hpp>
@@ -526,7 +523,7 @@ template <class L> class layer_call {
       } else {
         auto e = std::apply([&](const auto&... x) { return layer.call(x..., inference_t{}); }, *xs_);
         detail::resize(out_, e.dims());
-        executor<cpu>::assign(out_.data(), out_.dims(), e);
+        executor<device_t<decltype(e)>>::assign(out_.data(), out_.dims(), e);
       }
     }
     return output();

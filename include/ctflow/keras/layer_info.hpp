@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <ctflow/keras/layer.hpp>
+#include <ctflow/keras/summary.hpp>
 
 namespace ctflow::keras {
 
@@ -146,6 +147,24 @@ template <class T, class F> void each_weight(const std::vector<layer_info<T>>& l
     for (const auto& w : l.weights) f(prefix + *l.name, w, layer_trains && w.trainable);
     each_weight(l.children, layer_trains, prefix + *l.name + "/", f);
   }
+}
+
+/// Keras's model.summary() of a model named name from its layers: a row per layer ("name (Class)",
+/// output shape, parameters, and with show_connected its connected[i], "-" when empty), then the
+/// totals of the weights that train (the model's flag, each layer's and the weight's) and of the
+/// others.
+template <class T>
+void summarize(const std::string& name, const std::vector<layer_info<T>>& layers, bool trainable, const std::vector<std::string>& connected,
+               bool show_connected, const summary_options& options) {
+  std::vector<summary_row> rows;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& l = layers[i];
+    const std::string to = i < connected.size() ? (connected[i].empty() ? "-" : connected[i]) : "";
+    rows.push_back({*l.name + " (" + l.class_name + ")", shape_text(l.output_shape), thousands(l.param_count()), to});
+  }
+  std::size_t trains = 0, others = 0;
+  each_weight(layers, trainable, "", [&](const std::string&, const auto& w, bool t) { (t ? trains : others) += w.values.size(); });
+  print_summary(name, rows, show_connected, trains, others, sizeof(T), options);
 }
 
 }  // namespace detail

@@ -128,13 +128,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   }
 
   /// @brief Keras's model.summary(): its table of layers, output shapes and parameters, and totals.
-  void summary(const summary_options& options = {}) {
-    std::vector<detail::summary_row> rows;
-    std::size_t trains = 0, others = 0;
-    for (const auto& l : layers()) rows.push_back({*l.name + " (" + l.class_name + ")", detail::shape_text(l.output_shape), detail::thousands(l.param_count()), ""});
-    detail::each_weight(layers(), trainable, "", [&](const std::string&, const auto& w, bool t) { (t ? trains : others) += w.values.size(); });
-    detail::print_summary(name, rows, false, trains, others, sizeof(value_type), options);
-  }
+  void summary(const summary_options& options = {}) { detail::summarize(name, layers(), trainable, {}, false, options); }
 
  private:
   template <std::size_t I, class V> output_view run_from(const V& x, bool training) {
