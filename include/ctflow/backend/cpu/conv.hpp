@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <vector>
 
 #include <ctflow/detail/buffer.hpp>
 #include <ctflow/ops/nn/conv.hpp>
@@ -93,7 +92,7 @@ template <class F> void each_tap(const geometry& g, std::size_t p, F&& f) {
 /// caller), image by image so that threads never share memory.
 template <class T> void col2im(const geometry& g, const T* cols, T* dx) {
   const std::size_t depth = g.depth(), per_image = g.oh * g.ow;
-  parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+  parallel_for(g.n, grain_for(per_image * depth), 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t p = b * per_image; p < e * per_image; ++p) {
       if (std::size_t at; contiguous_window(g, p / per_image, p / g.ow % g.oh, p % g.ow, at)) {
         const std::size_t run = g.kw * g.c;
@@ -116,7 +115,7 @@ template <class T> void col2im(const geometry& g, const T* cols, T* dx) {
 /// The patch matrix of all of x, in memory reused from one call to the next.
 template <class T> ctflow::detail::buffer<T> patches(const geometry& g, const T* x) {
   ctflow::detail::buffer<T> p(g.rows() * g.depth(), false);
-  parallel_for(g.rows(), 256, 1, [&](std::size_t b, std::size_t e) { im2col(g, x, b, e, p.data() + b * g.depth()); });
+  parallel_for(g.rows(), grain_for(g.depth()), 1, [&](std::size_t b, std::size_t e) { im2col(g, x, b, e, p.data() + b * g.depth()); });
   return p;
 }
 
@@ -156,10 +155,10 @@ struct padded_image {
     std::fill(out + rows * width * c, out + elements, T(0));
   }
   /// Offsets of the filter taps (ky, kx) from a window's origin, in elements.
-  std::vector<std::ptrdiff_t> taps(const geometry& g) const {
-    std::vector<std::ptrdiff_t> t;
+  ctflow::detail::buffer<std::ptrdiff_t> taps(const geometry& g) const {
+    ctflow::detail::buffer<std::ptrdiff_t> t(g.kh * g.kw, false);
     for (std::size_t ky = 0; ky < g.kh; ++ky)
-      for (std::size_t kx = 0; kx < g.kw; ++kx) t.push_back(std::ptrdiff_t((ky * g.dh * width + kx * g.dw) * g.c));
+      for (std::size_t kx = 0; kx < g.kw; ++kx) t.data()[ky * g.kw + kx] = std::ptrdiff_t((ky * g.dh * width + kx * g.dw) * g.c);
     return t;
   }
 };
@@ -258,10 +257,9 @@ template <class T> void forward_direct(const geometry& g, const T* x, const T* f
   const std::ptrdiff_t rs = std::ptrdiff_t(g.sw * g.c);
   // One output (a grayscale image's input gradient): dot products over the channels instead of
   // a panel with one lane in use.
-  std::vector<T> column;
-  if (g.o == 1)
-    for (std::size_t d = 0; d < depth; ++d) column.push_back(filters[d * NR]);
-  parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+  ctflow::detail::buffer<T> column(g.o == 1 ? depth : 0, false);
+  for (std::size_t d = 0; d < column.size(); ++d) column.data()[d] = filters[d * NR];
+  parallel_for(g.n, grain_for(g.oh * g.ow * depth * g.o), 1, [&](std::size_t b, std::size_t e) {
     ctflow::detail::buffer<T> image(pad.elements, false);
     for (std::size_t n = b; n < e; ++n) {
       pad.fill(g, x + n * g.h * g.w * g.c, image.data());
@@ -335,8 +333,8 @@ template <class T, std::size_t MR, std::size_t NV> void filter_direct(const geom
   const auto taps = pad.taps(g);
   const std::size_t depth = g.depth(), size = depth * g.o, chunks = std::min<std::size_t>(g.n, 16);
   // Offsets of the tiles' taps: tap d is channel d % c of filter tap d / c.
-  std::vector<std::ptrdiff_t> off((depth + MR - 1) / MR * MR, 0);
-  for (std::size_t d = 0; d < depth; ++d) off[d] = taps[d / g.c] + std::ptrdiff_t(d % g.c);
+  ctflow::detail::buffer<std::ptrdiff_t> off((depth + MR - 1) / MR * MR);
+  for (std::size_t d = 0; d < depth; ++d) off.data()[d] = taps.data()[d / g.c] + std::ptrdiff_t(d % g.c);
   // Output rows per block: about 64 pixels, whose dy rows stay in L1 while every tile meets them.
   const std::size_t block = std::max<std::size_t>(1, 64 / g.ow);
   reduce::sum_in_chunk_order(chunks, size, df, [&](std::size_t chunk, T* sum) {

@@ -29,9 +29,6 @@
 
 namespace ctflow::backend::cpu {
 
-/// Elements per thread below which a loop stays on one thread.
-inline constexpr std::size_t elementwise_grain = std::size_t(1) << 16;
-
 /// How run_row writes whole vectors: plain stores, or past the cache in non-temporal stores (out
 /// 64-byte aligned at the row's start; the caller fences them).
 enum class store_kind { plain, stream };
@@ -232,7 +229,7 @@ template <class T, class C> void execute_rows(T* out, const std::size_t* d, int 
   std::size_t n_rows = 1;
   for (int k = 0; k + 1 < r; ++k) n_rows *= d[k];
   const std::size_t inner = d[r - 1];
-  parallel_for(n_rows, std::max<std::size_t>(1, elementwise_grain / inner), 1, [&, d, r](std::size_t rb, std::size_t re) {
+  parallel_for(n_rows, grain_for(inner), 1, [&, d, r](std::size_t rb, std::size_t re) {
     C local = c;
     const auto ls = leaves_of(local);
     std::array<std::size_t, max_rank> idx{};
@@ -274,13 +271,13 @@ template <class T, class C, class FC> void execute(T* out, const std::size_t* d,
     // non-temporal stores where they apply (threads start at multiples of 64 elements).
     if constexpr (FC::vectorizable && streams<T>)
       if (n * sizeof(T) >= cache_bytes && reinterpret_cast<std::uintptr_t>(out) % 64 == 0) {
-        parallel_for(n, elementwise_grain, 64, [&](std::size_t b, std::size_t e) {
+        parallel_for(n, task_work, 64, [&](std::size_t b, std::size_t e) {
           run_row<store_kind::stream>(out, fc, b, e);
           stream_fence();
         });
         return;
       }
-    parallel_for(n, elementwise_grain, 64, [&](std::size_t b, std::size_t e) { run_row(out, fc, b, e); });
+    parallel_for(n, task_work, 64, [&](std::size_t b, std::size_t e) { run_row(out, fc, b, e); });
     return;
   }
   rows::lay_out(ls.data(), ls.size(), d, r, [&](const std::size_t* rd) { execute_rows(out, rd, r, c); });

@@ -157,6 +157,14 @@ inline thread_pool& pool() {
   return p;
 }
 
+/// The least work, in elements read or written, worth a task of its own: handing a task to another
+/// thread costs a microsecond or more (tens when it sleeps), the time of about this much work.
+/// Below it a loop stays on the calling thread, so small work never runs slower on more threads.
+inline constexpr std::size_t task_work = std::size_t(1) << 16;
+
+/// The grain of a loop whose items each touch `work` elements: task_work's worth of them.
+constexpr std::size_t grain_for(std::size_t work) { return std::max<std::size_t>(1, task_work / std::max<std::size_t>(work, 1)); }
+
 /// parallel_for's work, compiled once rather than for every loop body.
 CTFLOW_OUTLINE inline void parallel_ranges(std::size_t n, std::size_t grain, std::size_t align, function_ref<void(std::size_t, std::size_t)> f) {
   if (n == 0) return;

@@ -56,19 +56,15 @@ template <class T> std::size_t chunk_tiles(std::size_t cp, std::size_t op) {
   return std::clamp<std::size_t>(gemm::l2_bytes / 2 / (16 * (cp + op) * sizeof(T)), 4, 64);
 }
 
-/// The filters' transform U = G g G^T, as 16 matrices [c x o] (position-major), from
-/// at(ky, kx, ci, co), the filter of 3x3 taps, c inputs and o outputs.
-template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::size_t c, std::size_t o, At&& at) {
+/// The filters' transform U = G g G^T, as 16 matrices [c x o] (position-major), of the HWIO
+/// filters w [3][3][c][o].
+template <class T> ctflow::detail::buffer<T> transform_filters(std::size_t c, std::size_t o, const T* w) {
   const std::size_t co = c * o;
-  ctflow::detail::buffer<T> g(9 * co, false), u(16 * co, false);
-  for (std::size_t tap = 0; tap < 9; ++tap)
-    for (std::size_t ci = 0; ci < c; ++ci)
-      for (std::size_t j = 0; j < o; ++j) g.data()[tap * co + ci * o + j] = at(tap / 3, tap % 3, ci, j);
+  ctflow::detail::buffer<T> u(16 * co, false);
   // Explicit vectors over k: left to the compiler, this loop is not vectorised in large
   // translation units.
   using V = batch<T>;
   constexpr std::size_t L = lanes<T>;
-  const T* w = g.data();
   T* out = u.data();
   const V half(T(0.5));
   for (std::size_t k = 0; k < co; k += L) {
@@ -88,6 +84,17 @@ template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::si
     }
   }
   return u;
+}
+
+/// The same transform of filters laid out otherwise (flipped, their channel axes swapped):
+/// at(ky, kx, ci, co) for 3x3 taps, c inputs and o outputs.
+template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::size_t c, std::size_t o, At&& at) {
+  const std::size_t co = c * o;
+  ctflow::detail::buffer<T> g(9 * co, false);
+  for (std::size_t tap = 0; tap < 9; ++tap)
+    for (std::size_t ci = 0; ci < c; ++ci)
+      for (std::size_t j = 0; j < o; ++j) g.data()[tap * co + ci * o + j] = at(tap / 3, tap % 3, ci, j);
+  return transform_filters<T>(c, o, static_cast<const T*>(g.data()));
 }
 
 /// The tiles of g's output: th x tw per image, counted image by image, row by row.
@@ -348,6 +355,7 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
 // by <ctflow/compiled/core.hpp>, where it is built with CTFLOW_SEPARATE_COMPILATION; its other
 // translation units only call them.
 #define CTFLOW_WINOGRAD_INSTANCES(KIND, T)                           \
+  KIND ctflow::detail::buffer<T> transform_filters<T>(std::size_t, std::size_t, const T*); \
   KIND void forward<T>(const geometry&, const T*, const T*, T*);     \
   KIND void input_gradient<T>(const geometry&, const T*, const T*, T*); \
   KIND void filter<T>(const geometry&, const T*, const T*, T*);

@@ -41,9 +41,7 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
   }
 
   void by_winograd(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
-    const auto u = winograd::transform_filters<T>(g.c, g.o, [&](std::size_t ky, std::size_t kx, std::size_t ci, std::size_t co) {
-      return f.data[((ky * 3 + kx) * g.c + ci) * g.o + co];
-    });
+    const auto u = winograd::transform_filters<T>(g.c, g.o, static_cast<const T*>(f.data));  // HWIO: the layout it reads
     winograd::forward(g, x.data, u.data(), out);
   }
   void by_direct(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {

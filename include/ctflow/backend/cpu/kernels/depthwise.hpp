@@ -27,7 +27,7 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
   using op::g;
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
     const std::size_t m = g.c ? g.o / g.c : 0;
-    parallel_for(g.rows(), 64, 1, [&](std::size_t b, std::size_t e) {
+    parallel_for(g.rows(), grain_for(g.kh * g.kw * g.o), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t p = b; p < e; ++p) {
         T* o = out + p * g.o;
         std::fill_n(o, g.o, T(0));
@@ -43,7 +43,7 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
   void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
     const std::size_t m = g.c ? g.o / g.c : 0, per_image = g.oh * g.ow;
     std::fill_n(out, product(out_dims), T(0));
-    parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+    parallel_for(g.n, grain_for(per_image * g.kh * g.kw * g.o), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t p = b * per_image; p < e * per_image; ++p) {
         const T* d = dy.data + p * g.o;
         conv::each_tap(g, p, [&](std::size_t tap, std::size_t pixel) {

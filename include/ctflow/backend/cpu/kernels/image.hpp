@@ -13,7 +13,7 @@ template <class T, class SX, std::size_t H, std::size_t W> struct kernel<image::
   using op = image::detail::resize_op<T, SX, H, W>;
   using op::R, op::g;
   void run(float* out, const expr::strided_view<T, R>& x) const {
-    parallel_for(g.n * g.oh, 8, 1, [&](std::size_t b, std::size_t e) {
+    parallel_for(g.n * g.oh, grain_for(4 * g.ow * g.c), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t row = b; row < e; ++row) {
         const std::size_t n = row / g.oh, y = row % g.oh;
         const T* src = x.data + n * g.ih * g.iw * g.c;
@@ -42,7 +42,7 @@ template <class SX> struct kernel<image::detail::resize_grad_op<SX>> : image::de
   using op::R, op::g, op::out_dims;
   void run(float* out, const expr::strided_view<float, R>& dy) const {
     std::fill_n(out, product(out_dims), 0.f);
-    parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+    parallel_for(g.n, grain_for(4 * g.oh * g.ow * g.c), 1, [&](std::size_t b, std::size_t e) {
       for (std::size_t n = b; n < e; ++n)
         for (std::size_t y = 0; y < g.oh; ++y) {
           const image::detail::axis_sample sy = image::detail::sample_axis(y, g.ih, g.oh, g.method);

@@ -80,7 +80,7 @@ template <class T, class SX> struct kernel<nn::detail::batch_norm_op<T, SX>> : n
       a[k] = T(inv[k] * double(scale.data[k]));
       b[k] = T(double(offset.data[k]) - mean[k] * inv[k] * double(scale.data[k]));
     }
-    parallel_for(g.rows, 256, 1, [&](std::size_t r0, std::size_t r1) {
+    parallel_for(g.rows, grain_for(g.c), 1, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t r = r0; r < r1; ++r)
         for (std::size_t k = 0; k < g.c; ++k) out[r * g.c + k] = x.data[r * g.c + k] * a[k] + b[k];
     });
@@ -103,7 +103,7 @@ template <class T, class SX> struct kernel<nn::detail::batch_norm_input_grad_op<
       b[k] = T(-s * mdyx * inv[k]);
       c[k] = T(-s * (mdy - mdyx * inv[k] * mean[k]));
     }
-    parallel_for(g.rows, 256, 1, [&](std::size_t r0, std::size_t r1) {
+    parallel_for(g.rows, grain_for(g.c), 1, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t r = r0; r < r1; ++r)
         for (std::size_t k = 0; k < g.c; ++k) out[r * g.c + k] = dy.data[r * g.c + k] * a[k] + x.data[r * g.c + k] * b[k] + c[k];
     });

@@ -97,7 +97,7 @@ template <class T, class F> void each_output_row_accumulating(const nn::detail::
   const bool stream = exceeds_cache<T>(g);
   const bool in_place = std::is_same_v<T, V> && !stream;
   const std::size_t slots = g.kh + g.sh;  // the rows in use and those still to move out
-  parallel_for(g.n, 1, 1, [&](std::size_t b, std::size_t e) {
+  parallel_for(g.n, grain_for(g.h * row), 1, [&](std::size_t b, std::size_t e) {
     ctflow::detail::buffer<V> ring(in_place ? 0 : slots * row, !in_place), scratch(scratch_size, false);
     std::vector<V*> rows(g.h);
     if (!in_place)
@@ -159,7 +159,7 @@ void pool_forward(const nn::detail::pool_geometry& g, T* out, P* saved, const T*
   using V = compute_t<T>;
   const std::size_t row = g.w * g.c, c = g.c;
   const bool ahead = exceeds_cache<T>(g), direct = Max && saved;
-  parallel_for(g.n * g.oh, 1, 1, [&](std::size_t b, std::size_t e) {
+  parallel_for(g.n * g.oh, grain_for(KH * row), 1, [&](std::size_t b, std::size_t e) {
     ctflow::detail::buffer<V> across_rows(direct ? 0 : row, false);
     V* const across = across_rows.data();
     for (std::size_t r = b; r < e; ++r) {
