@@ -26,7 +26,6 @@ network, reproduces ctflow's outputs.
 """
 import json
 import os
-import struct
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -36,32 +35,13 @@ import tensorflow as tf
 import keras
 from keras import layers
 
+from safetensors_np import read_safetensors, write_safetensors
+
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
-
-
-def write_safetensors(path, tensors, metadata):
-    """A safetensors file of numpy arrays (float32 or int32), written without the safetensors package."""
-    codes = {np.dtype("float32"): "F32", np.dtype("int32"): "I32", np.dtype("int64"): "I64"}
-    header = {"__metadata__": {k: str(v) for k, v in metadata.items()}}
-    blobs, at = [], 0
-    for name in sorted(tensors):
-        a = np.ascontiguousarray(tensors[name])
-        b = a.tobytes()
-        header[name] = {"dtype": codes[a.dtype], "shape": list(a.shape), "data_offsets": [at, at + len(b)]}
-        blobs.append(b)
-        at += len(b)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - (len(text) + 8) % 8) % 8)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def rng(seed):
@@ -414,21 +394,6 @@ def networks():
 
 
 # ---- Keras reads ctflow's files -------------------------------------------------------------
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        body = f.read()
-    codes = {"F32": "float32", "I32": "int32", "I64": "int64"}
-    out = {}
-    for name, h in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = h["data_offsets"]
-        out[name] = np.frombuffer(body[a:b], dtype=codes[h["dtype"]]).reshape(h["shape"])
-    return out
 
 
 def check(directory):

@@ -159,3 +159,64 @@ TEST_CASE("ctflow's .weights.h5 files for Keras: written, read back; kept in $CT
   BnModel bn;
   write(bn, "batch_normalization", random_uniform<float, Shape<dyn, 8>>(6, -1, 1, {3, 8}));
 }
+
+namespace {
+using TorchCnn = keras::Sequential<keras::Input<float, Shape<9, 9, 2>>, layers::Conv2D<4, 3>, layers::BatchNormalization, layers::ReLU,
+                                   layers::DepthwiseConv2D<3, layers::same, layers::depth_multiplier<2>>, layers::SeparableConv2D<6, 3>,
+                                   layers::Conv2DTranspose<3, 2, layers::strides<2>>, layers::MaxPooling2D<>, layers::Flatten, layers::Dense<10>>;
+using TorchRnn = keras::Sequential<keras::Input<std::int32_t, Shape<7>>, layers::Embedding<12, 5>, layers::Conv1D<6, 2>, layers::LayerNormalization,
+                                   layers::LSTM<4, layers::return_sequences<true>>, layers::GRU<3>>;
+const std::vector<std::string> cnn_modules{"conv", "bn", "dw", "sep_dw+sep_pw", "up", "fc"};
+}  // namespace
+
+TEST_CASE("PyTorch's state_dict loads through the layout conversions and reproduces PyTorch's outputs") {
+  // tests/keras/generate_torch.py: the same networks in PyTorch, their state_dicts and outputs.
+  keras::backend::clear_session();
+  TorchCnn cnn(keras::Input<float, Shape<9, 9, 2>>{}, layers::Conv2D<4, 3>{}, layers::BatchNormalization{.epsilon = 1e-5}, layers::ReLU{},
+               layers::DepthwiseConv2D<3, layers::same, layers::depth_multiplier<2>>{}, layers::SeparableConv2D<6, 3>{},
+               layers::Conv2DTranspose<3, 2, layers::strides<2>>{}, layers::MaxPooling2D<>{}, layers::Flatten{}, layers::Dense<10>{});
+  keras::load_pytorch_weights(cnn, data("torch/cnn.safetensors"), cnn_modules);
+  const io::safetensors::File c(data("torch/cnn_io.safetensors"));
+  CHECK(relative_difference(cnn(c.get<float, Shape<dyn, 9, 9, 2>>("x")), c.get<float, Shape<dyn, 10>>("y")) < 2e-5);
+
+  TorchRnn rnn(keras::Input<std::int32_t, Shape<7>>{}, layers::Embedding<12, 5>{}, layers::Conv1D<6, 2>{}, layers::LayerNormalization{.epsilon = 1e-5},
+               layers::LSTM<4, layers::return_sequences<true>>{}, layers::GRU<3>{});
+  keras::load_pytorch_weights(rnn, data("torch/rnn.safetensors"), {"emb", "conv", "norm", "lstm", "gru"});
+  const io::safetensors::File r(data("torch/rnn_io.safetensors"));
+  CHECK(relative_difference(rnn(r.get<std::int32_t, Shape<dyn, 7>>("x")), r.get<float, Shape<dyn, 3>>("y")) < 2e-5);
+}
+
+TEST_CASE("PyTorch weights that do not fit: errors name the layer, the module and the shapes; nothing changes before all fit") {
+  keras::backend::clear_session();
+  TorchCnn cnn;
+  const auto before = cnn.get_weights();
+  const auto message = [&](auto&& load) {
+    try {
+      load();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string path = data("torch/cnn.safetensors");
+  // Too few module names: the model's layers with weights are listed.
+  CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, path, {"conv", "bn"}), value_error);
+  CHECK_THAT(message([&] { keras::load_pytorch_weights(cnn, path, {"conv", "bn"}); }), Catch::Contains("6 layers with weights") && Catch::Contains("conv2d"));
+  // A module the file lacks.
+  auto wrong = cnn_modules;
+  wrong[5] = "classifier";
+  CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, path, wrong), io_error);
+  CHECK_THAT(message([&] { keras::load_pytorch_weights(cnn, path, wrong); }), Catch::Contains("classifier.weight") && Catch::Contains("dense"));
+  // Modules in the wrong order: the shapes differ.
+  std::swap(wrong[0], wrong[4]);
+  wrong[5] = "fc";
+  CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, path, wrong), shape_error);
+  CHECK_THAT(message([&] { keras::load_pytorch_weights(cnn, path, wrong); }), Catch::Contains("conv2d (Conv2D), weight kernel: module up gives [2,2,3,6] in Keras's layout, the model's is [3,3,2,4]"));
+  // Nothing was written by the failed loads; skip_mismatch loads what fits.
+  const auto after = cnn.get_weights();
+  for (std::size_t i = 0; i < before.size(); ++i) CHECK(after[i].values == before[i].values);
+  keras::load_pytorch_weights(cnn, path, wrong, {.skip_mismatch = true});
+  const auto skipped = cnn.get_weights();
+  CHECK(skipped[0].values == before[0].values);   // conv2d's kernel: did not fit
+  CHECK(skipped.back().values != before.back().values);  // dense's bias: loaded
+}

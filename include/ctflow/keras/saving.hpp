@@ -96,6 +96,11 @@ CTFLOW_DECL void save_weights_safetensors(const std::string& path, const std::ve
 /// Reads weights from a safetensors file written by save_weights_safetensors.
 CTFLOW_DECL void load_weights_safetensors(const std::string& path, const std::vector<saved_layer>& layers, const load_options& options);
 
+/// Reads a PyTorch state_dict saved as safetensors into the layers, modules[i] naming the PyTorch
+/// module of the i-th layer with weights.
+CTFLOW_DECL void load_weights_pytorch(const std::string& path, const std::vector<saved_layer>& layers, const std::vector<std::string>& modules,
+                                      const load_options& options);
+
 }  // namespace detail
 
 /// @brief Saves a model's weights: `.weights.h5` (Keras 3's layout) or `.safetensors`, by the
@@ -113,6 +118,19 @@ template <class Model> void load_weights(Model& model, const std::string& path, 
   const auto layers = detail::saved_layers(model.layers());
   if (path.ends_with(".safetensors")) detail::load_weights_safetensors(path, layers, options);
   else detail::load_weights_file(path, layers, options);
+}
+
+/// @brief Loads a PyTorch network's weights: its state_dict saved as safetensors
+/// (`safetensors.torch.save_file(net.state_dict(), path)`), with PyTorch's names and layouts.
+/// `modules` names the PyTorch module of each of the model's layers with weights, in the model's
+/// order (nested models' and custom layers' sub-layers included); a SeparableConv2D takes its
+/// depthwise and pointwise modules as "dw+pw". The weights go through ctflow::nn's layout
+/// conversions (OIHW filters to HWIO, Linear's [out, in] to a kernel [in, out], a Linear after a
+/// Flatten of channels-first activations reordered to a channels-last flattening, LSTM's two
+/// biases summed, GRU's gates reordered). Every shape is checked before any weight changes.
+template <class Model>
+void load_pytorch_weights(Model& model, const std::string& path, const std::vector<std::string>& modules, const load_options& options = {}) {
+  detail::load_weights_pytorch(path, detail::saved_layers(model.layers()), modules, options);
 }
 
 }  // namespace ctflow::keras

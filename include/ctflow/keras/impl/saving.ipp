@@ -1,12 +1,14 @@
 #pragma once
 // Definitions of keras/saving.hpp (ctflow::keras's compiled part; see detail/linkage.hpp): the
 // HDF5 files through libhdf5's C API, the .keras archive's zip container (stored or deflated
-// members, through zlib) and its config.json (nlohmann-json).
+// members, through zlib) and its config.json (nlohmann-json); PyTorch's state_dicts in
+// safetensors, converted through ctflow::nn's layout conversions.
 
 #include <hdf5.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -18,6 +20,8 @@
 #include <ctflow/detail/file.hpp>
 #include <ctflow/io/safetensors.hpp>
 #include <ctflow/keras/saving.hpp>
+#include <ctflow/ops/array.hpp>
+#include <ctflow/ops/nn/layout.hpp>
 
 namespace ctflow::keras::detail {
 
@@ -503,6 +507,219 @@ CTFLOW_DECL void load_weights_safetensors(const std::string& path, const std::ve
     reads.emplace_back(key, w);
   }
   for (const auto& [key, w] : reads) f.read_into(key, w->data);
+}
+
+// ---- PyTorch's state_dict ------------------------------------------------------------------
+
+namespace torch {
+
+inline constexpr const char* what = "ctflow::keras::load_pytorch_weights";
+
+/// A tensor of the file, or one converted from it, in double (the file's F32 or F64).
+struct values {
+  std::vector<std::size_t> shape;
+  std::vector<double> v;
+};
+
+inline values read(const io::safetensors::File& f, const std::string& key) {
+  const auto& info = f.info(key);
+  values out{std::vector<std::size_t>(info.shape.begin(), info.shape.end()), {}};
+  std::size_t n = 1;
+  for (auto e : out.shape) n *= e;
+  out.v.resize(n);
+  if (info.dtype == "F64") f.read_into(key, out.v.data());
+  else if (info.dtype == "F32") {
+    std::vector<float> tmp(n);
+    f.read_into(key, tmp.data());
+    std::copy(tmp.begin(), tmp.end(), out.v.begin());
+  } else
+    throw io_error(std::string(what) + ": " + f.name() + ": tensor '" + key + "' is " + info.dtype + ", not F32 or F64");
+  return out;
+}
+
+template <std::size_t R>
+using dyn_shape = std::conditional_t<R == 2, Shape<dyn, dyn>, std::conditional_t<R == 3, Shape<dyn, dyn, dyn>, Shape<dyn, dyn, dyn, dyn>>>;
+
+/// x laid out as `dims` then rearranged by f (one of ctflow::nn's layout conversions, or a
+/// transpose): the values of the expression f(view of x as dims).
+template <std::size_t R, class F> values rearranged(const values& x, const dims_t<R>& dims, F&& f) {
+  using S = dyn_shape<R>;
+  const TensorView<const double, S> view(x.v.data(), dims);
+  const Tensor<double, S> t = f(view);
+  return {std::vector<std::size_t>(t.dims().begin(), t.dims().end()), std::vector<double>(t.begin(), t.end())};
+}
+
+template <std::size_t R> dims_t<R> dims_of(const values& x) {
+  dims_t<R> d{};
+  std::copy_n(x.shape.begin(), R, d.begin());
+  return d;
+}
+
+/// Whether x has rank r.
+inline bool has_rank(const values& x, std::size_t r) { return x.shape.size() == r; }
+
+/// [out, in] -> [in, out] (Linear's weight as a Dense kernel, an RNN's weights as Keras's).
+inline values transposed(const values& x) {
+  return rearranged<2>(x, dims_of<2>(x), [](const auto& v) { return transpose(v); });
+}
+/// Conv1d's [out, in, k] -> Conv1D's [k, in, out].
+inline values oiw_to_wio(const values& x) {
+  return rearranged<3>(x, dims_of<3>(x), [](const auto& v) { return transpose<2, 1, 0>(v); });
+}
+/// Conv2d's [out, in, kh, kw] -> Conv2D's [kh, kw, in, out] (and ConvTranspose2d's [in, out,
+/// kh, kw] -> Conv2DTranspose's [kh, kw, out, in], the same permutation).
+inline values oihw_to_hwio(const values& x) {
+  return rearranged<4>(x, dims_of<4>(x), [](const auto& v) { return nn::oihw_to_hwio(v); });
+}
+/// A depthwise Conv2d's [channels * multiplier, 1, kh, kw] -> DepthwiseConv2D's [kh, kw,
+/// channels, multiplier] (output channel c * multiplier + j of PyTorch is Keras's (c, j)).
+inline values depthwise(const values& x, std::size_t channels) {
+  const std::size_t m = channels ? x.shape[0] / channels : 0;
+  return rearranged<4>(x, dims_t<4>{channels, m, x.shape[2], x.shape[3]}, [](const auto& v) { return transpose<2, 3, 0, 1>(v); });
+}
+/// Linear's weight [out, c * h * w] after a Flatten of channels-first activations -> the kernel
+/// [h * w * c, out] of a Dense after a Flatten of channels-last ones (rank 3 inputs: [t, c]).
+inline values flattened_kernel(const values& x, const std::vector<std::size_t>& flatten_input) {
+  const std::size_t out = x.shape[0];
+  values k;
+  if (flatten_input.size() == 4) {
+    const std::size_t h = flatten_input[1], w = flatten_input[2], c = flatten_input[3];
+    k = rearranged<4>(x, dims_t<4>{out, c, h, w}, [](const auto& v) { return nn::oihw_to_hwio(v); });
+  } else {
+    const std::size_t t = flatten_input[1], c = flatten_input[2];
+    k = rearranged<3>(x, dims_t<3>{out, c, t}, [](const auto& v) { return transpose<2, 1, 0>(v); });
+  }
+  k.shape = {k.v.size() / std::max<std::size_t>(out, 1), out};
+  return k;
+}
+/// PyTorch's GRU gates (r, z, n) along axis 0 in Keras's order (z, r, h).
+inline values gru_gates(values x) {
+  const std::size_t units = x.shape[0] / 3, row = x.v.size() / std::max<std::size_t>(x.shape[0], 1);
+  std::swap_ranges(x.v.begin(), x.v.begin() + std::ptrdiff_t(units * row), x.v.begin() + std::ptrdiff_t(units * row));
+  return x;
+}
+inline values sum(values a, const values& b) {
+  for (std::size_t i = 0; i < a.v.size() && i < b.v.size(); ++i) a.v[i] += b.v[i];
+  return a;
+}
+
+/// The model's layers as PyTorch's modules line up with them: nested models' and custom layers'
+/// sub-layers in order, an RNN with its cell (its weights), weightless layers kept.
+inline void leaves(const std::vector<saved_layer>& layers, std::vector<const saved_layer*>& out) {
+  for (const auto& l : layers) {
+    const bool rnn = !l.children.empty() && l.children.front().key == "cell";
+    if (l.is_model) leaves(l.children, out);
+    else {
+      out.push_back(&l);
+      if (!rnn) leaves(l.children, out);
+    }
+  }
+}
+inline const std::vector<saved_layer::weight>& weights_of(const saved_layer& l) {
+  return !l.children.empty() && l.children.front().key == "cell" ? l.children.front().weights : l.weights;
+}
+
+/// The values weight w of layer l (class l.class_name) takes from PyTorch's module(s) m, or
+/// nothing where the file lacks a tensor it needs (`missing` names it).
+inline std::optional<values> source(const io::safetensors::File& f, const saved_layer& l, const saved_layer* before, const saved_layer::weight& w,
+                                     const std::vector<std::string>& m, std::string& missing) {
+  const auto get = [&](std::size_t i, const std::string& name) -> std::optional<values> {
+    const std::string key = m[std::min(i, m.size() - 1)] + "." + name;
+    if (!f.contains(key)) {
+      missing = key;
+      return std::nullopt;
+    }
+    return read(f, key);
+  };
+  const std::string& c = l.class_name;
+  const auto ranked = [&](std::optional<values> x, std::size_t r, auto convert) -> std::optional<values> {
+    if (!x || !has_rank(*x, r)) return x;  // a rank that differs shows in the shape error
+    return convert(*x);
+  };
+  if (c == "Dense" && w.name == "kernel") {
+    if (before && before->class_name == "Flatten" && (before->input_shape.size() == 4 || before->input_shape.size() == 3))
+      return ranked(get(0, "weight"), 2, [&](const values& x) { return flattened_kernel(x, before->input_shape); });
+    return ranked(get(0, "weight"), 2, transposed);
+  }
+  if (c == "Conv1D" && w.name == "kernel") return ranked(get(0, "weight"), 3, oiw_to_wio);
+  if ((c == "Conv2D" || c == "Conv2DTranspose") && w.name == "kernel") return ranked(get(0, "weight"), 4, oihw_to_hwio);
+  if ((c == "DepthwiseConv2D" && w.name == "kernel") || (c == "SeparableConv2D" && w.name == "depthwise_kernel"))
+    return ranked(get(0, "weight"), 4, [&](const values& x) { return depthwise(x, w.shape.size() == 4 ? w.shape[2] : 0); });
+  if (c == "SeparableConv2D" && w.name == "pointwise_kernel") return ranked(get(1, "weight"), 4, oihw_to_hwio);
+  if (c == "SeparableConv2D" && w.name == "bias") return get(1, "bias");
+  if (c == "BatchNormalization" || c == "LayerNormalization") {
+    static const std::pair<const char*, const char*> names[] = {
+        {"gamma", "weight"}, {"beta", "bias"}, {"moving_mean", "running_mean"}, {"moving_variance", "running_var"}};
+    for (const auto& [keras, pt] : names)
+      if (w.name == keras) return get(0, pt);
+  }
+  if (c == "Embedding" && w.name == "embeddings") return get(0, "weight");
+  if (c == "LSTM" || c == "GRU") {
+    const bool gru = c == "GRU";
+    const auto gates = [&](std::optional<values> x) { return gru && x ? std::optional<values>(gru_gates(std::move(*x))) : x; };
+    if (w.name == "kernel") return ranked(gates(get(0, "weight_ih_l0")), 2, transposed);
+    if (w.name == "recurrent_kernel") return ranked(gates(get(0, "weight_hh_l0")), 2, transposed);
+    if (w.name == "bias") {
+      const auto bi = gates(get(0, "bias_ih_l0")), bh = gates(get(0, "bias_hh_l0"));
+      if (!bi || !bh) return std::nullopt;
+      if (!gru) return sum(*bi, *bh);
+      // reset_after: an input bias and a recurrent one, as PyTorch's; without it there is one.
+      if (w.shape.size() != 2)
+        throw value_error(std::string(what) + ": layer " + l.name + " (GRU): PyTorch's GRU applies its reset gate after the "
+                          "recurrent product; the layer needs layers::reset_after<true> (Keras's default)");
+      values b{{2, bi->v.size()}, bi->v};
+      b.v.insert(b.v.end(), bh->v.begin(), bh->v.end());
+      return b;
+    }
+  }
+  return get(0, w.name);  // a custom layer's own weights: by their names, as they are
+}
+
+}  // namespace torch
+
+CTFLOW_DECL void load_weights_pytorch(const std::string& path, const std::vector<saved_layer>& layers, const std::vector<std::string>& modules,
+                                      const load_options& options) {
+  const io::safetensors::File f(path);
+  std::vector<const saved_layer*> all;
+  torch::leaves(layers, all);
+  std::vector<std::size_t> weighted;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (!torch::weights_of(*all[i]).empty()) weighted.push_back(i);
+  if (weighted.size() != modules.size()) {
+    std::string names;
+    for (std::size_t i : weighted) names += (names.empty() ? "" : ", ") + all[i]->name;
+    throw value_error(std::string(torch::what) + ": " + path + ": the model has " + std::to_string(weighted.size()) +
+                      " layers with weights (" + names + "), " + std::to_string(modules.size()) + " module names were given");
+  }
+  std::vector<std::pair<const saved_layer::weight*, torch::values>> plan;
+  for (std::size_t k = 0; k < weighted.size(); ++k) {
+    const saved_layer& l = *all[weighted[k]];
+    const saved_layer* before = weighted[k] > 0 ? all[weighted[k] - 1] : nullptr;
+    std::vector<std::string> m;
+    for (std::size_t b = 0, e; b <= modules[k].size(); b = e + 1) {
+      e = std::min(modules[k].find('+', b), modules[k].size());
+      m.push_back(modules[k].substr(b, e - b));
+    }
+    for (const auto& w : torch::weights_of(l)) {
+      std::string missing;
+      auto x = torch::source(f, l, before, w, m, missing);
+      if (!x) {
+        if (options.skip_mismatch) continue;
+        throw io_error(std::string(torch::what) + ": " + path + ": no tensor '" + missing + "' for layer " + l.name + " (" + l.class_name + "), weight " +
+                       w.name);
+      }
+      if (x->shape != w.shape) {
+        if (options.skip_mismatch) continue;
+        throw shape_error(std::string(torch::what) + ": " + path + ": layer " + l.name + " (" + l.class_name + "), weight " + w.name + ": module " +
+                          modules[k] + " gives " + format_dims(x->shape) + " in Keras's layout, the model's is " + format_dims(w.shape));
+      }
+      plan.emplace_back(&w, std::move(*x));
+    }
+  }
+  for (const auto& [w, x] : plan) {
+    if (w->dtype == 'f') std::copy(x.v.begin(), x.v.end(), static_cast<float*>(w->data));
+    else std::copy(x.v.begin(), x.v.end(), static_cast<double*>(w->data));
+  }
 }
 
 }  // namespace ctflow::keras::detail
