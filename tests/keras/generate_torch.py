@@ -24,25 +24,27 @@ OUT = os.path.join(HERE, "data", "torch")
 
 
 class Cnn(nn.Module):
-    """Conv2D, BatchNormalization, depthwise, separable (two modules), transposed convolution,
-    and a Dense after a Flatten of channels (PyTorch flattens C, H, W; Keras H, W, C)."""
+    """Conv2D, BatchNormalization, depthwise, separable (two modules, a bias on both), transposed
+    convolution, and a Dense after a Flatten of channels and a Dropout (PyTorch flattens C, H, W;
+    Keras H, W, C)."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(2, 4, 3)  # 9x9x2 -> 7x7x4
         self.bn = nn.BatchNorm2d(4)
         self.dw = nn.Conv2d(4, 8, 3, padding=1, groups=4)  # depth_multiplier 2, same
-        self.sep_dw = nn.Conv2d(8, 8, 3, groups=8, bias=False)  # -> 5x5x8
+        self.sep_dw = nn.Conv2d(8, 8, 3, groups=8)  # -> 5x5x8; its bias folds into sep_pw's
         self.sep_pw = nn.Conv2d(8, 6, 1)  # -> 5x5x6
         self.up = nn.ConvTranspose2d(6, 3, 2, stride=2)  # -> 10x10x3
         self.pool = nn.MaxPool2d(2)  # -> 5x5x3
+        self.drop = nn.Dropout(0.5)
         self.fc = nn.Linear(75, 10)
 
     def forward(self, x):
         x = torch.relu(self.bn(self.conv(x)))
         x = self.sep_pw(self.sep_dw(self.dw(x)))
         x = self.pool(self.up(x))
-        return self.fc(torch.flatten(x, 1))
+        return self.fc(self.drop(torch.flatten(x, 1)))
 
 
 class Rnn(nn.Module):

@@ -163,7 +163,8 @@ TEST_CASE("ctflow's .weights.h5 files for Keras: written, read back; kept in $CT
 namespace {
 using TorchCnn = keras::Sequential<keras::Input<float, Shape<9, 9, 2>>, layers::Conv2D<4, 3>, layers::BatchNormalization, layers::ReLU,
                                    layers::DepthwiseConv2D<3, layers::same, layers::depth_multiplier<2>>, layers::SeparableConv2D<6, 3>,
-                                   layers::Conv2DTranspose<3, 2, layers::strides<2>>, layers::MaxPooling2D<>, layers::Flatten, layers::Dense<10>>;
+                                   layers::Conv2DTranspose<3, 2, layers::strides<2>>, layers::MaxPooling2D<>, layers::Flatten, layers::Dropout,
+                                   layers::Dense<10>>;
 using TorchRnn = keras::Sequential<keras::Input<std::int32_t, Shape<7>>, layers::Embedding<12, 5>, layers::Conv1D<6, 2>, layers::LayerNormalization,
                                    layers::LSTM<4, layers::return_sequences<true>>, layers::GRU<3>>;
 const std::vector<std::string> cnn_modules{"conv", "bn", "dw", "sep_dw+sep_pw", "up", "fc"};
@@ -174,7 +175,8 @@ TEST_CASE("PyTorch's state_dict loads through the layout conversions and reprodu
   keras::backend::clear_session();
   TorchCnn cnn(keras::Input<float, Shape<9, 9, 2>>{}, layers::Conv2D<4, 3>{}, layers::BatchNormalization{.epsilon = 1e-5}, layers::ReLU{},
                layers::DepthwiseConv2D<3, layers::same, layers::depth_multiplier<2>>{}, layers::SeparableConv2D<6, 3>{},
-               layers::Conv2DTranspose<3, 2, layers::strides<2>>{}, layers::MaxPooling2D<>{}, layers::Flatten{}, layers::Dense<10>{});
+               layers::Conv2DTranspose<3, 2, layers::strides<2>>{}, layers::MaxPooling2D<>{}, layers::Flatten{}, layers::Dropout{.rate = 0.5},
+               layers::Dense<10>{});
   keras::load_pytorch_weights(cnn, data("torch/cnn.safetensors"), cnn_modules);
   const io::safetensors::File c(data("torch/cnn_io.safetensors"));
   CHECK(relative_difference(cnn(c.get<float, Shape<dyn, 9, 9, 2>>("x")), c.get<float, Shape<dyn, 10>>("y")) < 2e-5);
@@ -219,4 +221,36 @@ TEST_CASE("PyTorch weights that do not fit: errors name the layer, the module an
   const auto skipped = cnn.get_weights();
   CHECK(skipped[0].values == before[0].values);   // conv2d's kernel: did not fit
   CHECK(skipped.back().values != before.back().values);  // dense's bias: loaded
+}
+
+TEST_CASE("PyTorch tensors of impossible shapes are shape errors, not reads past their end") {
+  keras::backend::clear_session();
+  TorchCnn cnn;
+  TorchRnn rnn;
+  const auto before = cnn.get_weights();
+  // The reference state_dicts with one tensor replaced.
+  const auto with = [](const std::string& file, const std::string& key, std::vector<std::uint64_t> shape) {
+    const io::safetensors::File f(data("torch/" + file));
+    std::vector<float> values(1);
+    for (auto e : shape) values.resize(values.size() * std::size_t(e), 0.5f);
+    std::vector<std::pair<std::string, io::tensor_ref>> tensors;
+    for (const auto& k : f.keys()) {
+      const auto& info = f.info(k);
+      if (k == key) tensors.emplace_back(k, io::tensor_ref("F32", shape, values.data(), values.size() * sizeof(float)));
+      else tensors.emplace_back(k, io::tensor_ref(info.dtype, info.shape, f.bytes(k).data(), f.bytes(k).size()));
+    }
+    const std::string path = scratch("torch_" + key + ".safetensors");
+    io::safetensors::save_file(tensors, path);
+    return path;
+  };
+  const std::vector<std::string> rnn_modules{"emb", "conv", "norm", "lstm", "gru"};
+  CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, with("cnn.safetensors", "dw.weight", {8, 2, 3, 3}), cnn_modules), shape_error);  // not depthwise
+  CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, with("cnn.safetensors", "dw.weight", {7, 1, 3, 3}), cnn_modules), shape_error);  // 7 of 4 channels
+  CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, with("cnn.safetensors", "fc.weight", {10, 74}), cnn_modules), shape_error);      // one row short
+  CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, with("cnn.safetensors", "sep_dw.bias", {9}), cnn_modules), shape_error);         // 9 for 8 channels
+  CHECK_THROWS_AS(keras::load_pytorch_weights(rnn, with("rnn.safetensors", "gru.bias_hh_l0", {12}), rnn_modules), shape_error);     // 12 for 9
+  CHECK_THROWS_AS(keras::load_pytorch_weights(rnn, with("rnn.safetensors", "lstm.bias_hh_l0", {}), rnn_modules), shape_error);      // a scalar
+  CHECK_THROWS_AS(keras::load_pytorch_weights(rnn, with("rnn.safetensors", "lstm.weight_ih_l0", {15, 6}), rnn_modules), shape_error);  // not 4 gates
+  const auto after = cnn.get_weights();
+  for (std::size_t i = 0; i < before.size(); ++i) CHECK(after[i].values == before[i].values);
 }
