@@ -78,7 +78,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
 
  private:
   explicit Sequential(std::tuple<InputSpec, Specs...>&& specs)
-      : input_spec_(std::move(std::get<0>(specs))), layers_(std::apply([](const auto&, const auto&... s) { return std::tuple<const Specs&...>(s...); }, specs)) {
+      : input_spec_(std::move(std::get<0>(specs))), layers_(std::apply([](const auto&, const auto&... s) { return typename detail::instances<layers_type>::type(s...); }, specs)) {
     std::apply([](auto&... l) { (l.name_if_unnamed(), ...); }, layers_);
     name = detail::auto_name("sequential");
     // Keras's Sequential with an Input also uses up a functional model's and an input layer's name.
