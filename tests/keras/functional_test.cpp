@@ -157,6 +157,25 @@ struct MLPBlock {
   };
 };
 
+// One Dense sub-layer called twice (a layer shared inside a layer), and a residual connection.
+struct TwiceBlock {
+  CTFLOW_KERAS_LAYER_SPEC("TwiceBlock");
+  template <class T, ShapeType In> struct built : keras::Layer<TwiceBlock, T, In> {
+    keras::sublayer<layers::Dense<In::extents[1]>, T, In> dense;
+    template <class X, class Training> auto call(const X& x, Training training) const { return dense(dense(x, training), training) + x; }
+  };
+};
+
+// A Dense and a BatchNormalization: frozen, the normalization runs as in inference.
+struct NormBlock {
+  CTFLOW_KERAS_LAYER_SPEC("NormBlock");
+  template <class T, ShapeType In> struct built : keras::Layer<NormBlock, T, In> {
+    keras::sublayer<layers::Dense<4>, T, In> dense;
+    keras::sublayer_after<decltype(dense), layers::BatchNormalization> norm;
+    template <class X, class Training> auto call(const X& x, Training training) const { return relu(norm(dense(x, training), training)); }
+  };
+};
+
 }  // namespace
 
 TEST_CASE("custom layers: own variables and sub-layers tracked without a list, parameters counted by the compiler") {
@@ -196,4 +215,70 @@ TEST_CASE("custom layers: own variables and sub-layers tracked without a list, p
   CHECK(relative_difference(other(x), model(x)) == 0);
   // Its summary lists it as one layer with all its parameters.
   CHECK(summary_of(model).find("mlp_block (MLPBlock)") != std::string::npos);
+}
+
+TEST_CASE("custom layers: a sub-layer called twice sums its weights' gradients; sub-layers train when nothing before them does") {
+  keras::backend::clear_session();
+  // The block alone in a Sequential: the model's backward pass wants no input gradient, and the
+  // sub-layer's weights get theirs all the same.
+  keras::Sequential<keras::Input<float, Shape<5>>, TwiceBlock> model;
+  keras::Sequential<keras::Input<float, Shape<5>>, layers::Dense<5>, layers::Dense<5>> plain;
+  const auto w = model.get_weights();
+  REQUIRE(w.size() == 2);
+  plain.set_weights({w[0], w[1], w[0], w[1]});
+  const auto x = random_uniform<float, Shape<dyn, 5>>(11, -1, 1, {6, 5});
+  const auto dy = random_uniform<float, Shape<dyn, 5>>(12, -1, 1, {6, 5});
+  const Tensor<float, Shape<dyn, 5>> y(model(x));
+  CHECK(relative_difference(y, plain(x) + x) < 1e-6);
+  model(x, true);
+  plain(x, true);
+  CHECK(!model.backward(view(dy)));
+  const auto dxp = plain.backward(view(dy), true);
+  const auto ga = model.gradients(), gb = plain.gradients();
+  REQUIRE((ga.size() == 2 && gb.size() == 4));
+  for (std::size_t i = 0; i < 2; ++i) {
+    REQUIRE(ga[i].size() == gb[i].size());
+    double sum = 0;
+    for (std::size_t k = 0; k < ga[i].size(); ++k) {
+      CHECK(ga[i][k] == Approx(gb[i][k] + gb[i + 2][k]).margin(1e-6));
+      sum += std::abs(ga[i][k]);
+    }
+    CHECK(sum > 0);
+  }
+  // A second backward pass of the same call gives the same gradients, and the input's.
+  const float g00 = ga[0][0];
+  const auto dx = model.backward(view(dy), true);
+  REQUIRE((dx && dxp));
+  CHECK(relative_difference(*dx, *dxp + dy) < 1e-6);
+  CHECK(model.gradients()[0][0] == Approx(g00).margin(1e-7));
+}
+
+TEST_CASE("custom layers: frozen, a BatchNormalization sub-layer runs as in inference and the adjoint still reaches the input") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<3>>, NormBlock> model;
+  keras::Sequential<keras::Input<float, Shape<3>>, layers::Dense<4>, layers::BatchNormalization, layers::ReLU> plain;
+  auto w = model.get_weights();
+  REQUIRE(w.size() == 6);
+  for (std::size_t i = 2; i < 6; ++i)  // gamma, beta, moving mean and variance away from their defaults
+    for (std::size_t k = 0; k < 4; ++k) w[i].values[k] = 0.5f + 0.1f * float(i + k);
+  model.set_weights(w);
+  plain.set_weights(w);
+  model.get_layer<0>().trainable = false;
+  plain.trainable = false;
+  CHECK(model.trainable_variables().empty());
+  const auto x = random_uniform<float, Shape<dyn, 3>>(13, -2, 2, {8, 3});
+  const auto dy = random_uniform<float, Shape<dyn, 4>>(14, -1, 1, {8, 4});
+  const Tensor<float, Shape<dyn, 4>> inference(model(x));
+  const Tensor<float, Shape<dyn, 4>> frozen(model(x, true));
+  CHECK(relative_difference(frozen, inference) == 0);
+  CHECK(model.get_weights()[4].values == w[4].values);  // the moving statistics did not move
+  plain(x, true);
+  const auto dx = model.backward(view(dy), true), dxp = plain.backward(view(dy), true);
+  REQUIRE((dx && dxp));
+  CHECK(relative_difference(*dx, *dxp) < 1e-6);
+  // Trainable again, the batch's statistics normalize and the moving ones move.
+  model.get_layer<0>().trainable = true;
+  const Tensor<float, Shape<dyn, 4>> trained(model(x, true));
+  CHECK(relative_difference(trained, inference) > 1e-3);
+  CHECK(model.get_weights()[4].values != w[4].values);
 }

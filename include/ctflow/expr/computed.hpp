@@ -23,6 +23,10 @@ namespace ctflow::expr {
 /// also names `saved_type`, `std::size_t saved_size() const` and
 /// `void run(value_type* out, saved_type* saved, operands...) const`, which fills `saved` as
 /// well. value_and_grad's forward pass runs that one and hands `saved` to the node's rule.
+///
+/// Each device computes K through its kernel for K, except where K runs itself
+/// (`static constexpr bool runs_itself = true` and `run(out, operands...)`): an op that evaluates
+/// expressions of its own, as a Keras sub-layer's call does, runs the same on every device.
 template <class K, class... Ops> struct Computed {
   using ctflow_expression = void;
   using value_type = typename K::value_type;
@@ -39,6 +43,9 @@ template <class K, class... Ops> struct Computed {
 
 template <class E> struct is_computed : std::false_type {};
 template <class K, class... Ops> struct is_computed<Computed<K, Ops...>> : std::true_type {};
+
+/// Does op K run itself on every device (see Computed)?
+template <class K> concept runs_itself = requires { requires K::runs_itself; };
 
 /// Does kernel K leave a by-product for its gradient?
 template <class K> concept saving_kernel = requires(const K& k) {

@@ -36,6 +36,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <ctflow/ctflow.hpp>
 #include <ctflow/keras/activations.hpp>
@@ -400,26 +401,22 @@ template <class... In, class... W> struct gradients_of<std::tuple<In...>, std::t
 template <class L> concept differentiates_itself = requires { L::differentiates_itself; };
 
 /// Whether L, frozen (trainable false), runs as in inference even in training (Keras's
-/// BatchNormalization, and a custom layer holding one).
+/// BatchNormalization). A custom layer holding one runs its training expression: its sub-layers
+/// are called as layers are, so a frozen BatchNormalization among them runs as in inference.
 template <class L> constexpr bool inference_when_frozen() {
-  if constexpr (requires { L::inference_when_frozen; }) {
-    return L::inference_when_frozen;
-  } else if constexpr (custom_layer<L>) {
-    using fields_type = decltype(custom_fields(std::declval<L&>()));
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return ([] {
-        using F = std::remove_cvref_t<std::tuple_element_t<I, fields_type>>;
-        if constexpr (sublayer_field<F>) return inference_when_frozen<typename F::layer_type>();
-        else return false;
-      }() || ...);
-    }(std::make_index_sequence<std::tuple_size_v<fields_type>>{});
-  } else {
-    return false;
-  }
+  if constexpr (requires { L::inference_when_frozen; }) return L::inference_when_frozen;
+  else return false;
 }
 
 template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d) {
   if (t.dims() != d) t = Tensor<T, S>(d);
+}
+
+/// f(s) for each sub-layer s of built layer l (a custom layer's sublayer fields).
+template <class L, class F> void each_sublayer(L& l, F&& f) {
+  if constexpr (custom_layer<L>) {
+    std::apply([&](auto&... x) { ([&] { if constexpr (sublayer_field<std::remove_cvref_t<decltype(x)>>) f(x); }(), ...); }, custom_fields(l));
+  }
 }
 
 }  // namespace detail
@@ -428,35 +425,6 @@ template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_
 /// `keras::config<MyLayer, T> config;` (the spec's type, named through T so that the compiler
 /// reads it when the layer is built, once the spec is complete).
 template <class Spec, class T> using config = std::conditional_t<sizeof(T) != 0, Spec, Spec>;
-
-/// @brief A sub-layer of a custom layer (a field: Keras's `self.dense = Dense(64)` in
-/// `__init__`): Spec built for inputs of dtype T and shape In, with its name (Keras's automatic
-/// one when the spec has none) and trainable flag. `sub(x, training)` is its call's expression.
-template <class Spec, DType T, ShapeType In> struct sublayer {
-  using spec_type = Spec;
-  using layer_type = typename Spec::template built<T, In>;
-  using value_type = typename layer_type::value_type;
-  using output_shape = detail::output_shape_t<layer_type>;
-  std::string name;
-  bool trainable = true;
-  layer_type layer;
-
-  sublayer() : sublayer(Spec{}) {}
-  explicit sublayer(const Spec& spec)
-      : name(spec.name.empty() ? detail::auto_name(detail::snake_case(Spec::class_name)) : spec.name),
-        trainable(spec.trainable),
-        layer(detail::construct_layer<layer_type>(spec)) {}
-  /// @brief The sub-layer's call on x: an expression, part of its custom layer's.
-  template <class X, class Training> auto operator()(const X& x, Training training) const { return layer.call(x, training); }
-};
-/// @brief The sub-layer of Spec that takes Prev's output (a sublayer or a built layer).
-template <class Prev, class Spec> using sublayer_after = sublayer<Spec, typename Prev::value_type, typename Prev::output_shape>;
-
-namespace detail {
-/// The place of an optional sub-layer that a custom layer's form does not have
-/// (`std::conditional_t<projects, sublayer<...>, keras::detail::no_layer>`).
-struct no_layer {};
-}  // namespace detail
 
 /// @brief Keras's add_weight(name, initializer, trainable) as the initializer of a custom layer's
 /// Variable field: `Variable<T, Shape<4, 8>> w = keras::add_weight("w");` (the field's dtype and
@@ -511,6 +479,7 @@ template <class L> class layer_call {
     if constexpr (!detail::differentiates_itself<L>) record_.reset();
     if constexpr (detail::inference_when_frozen<L>()) frozen_record_.reset();
     xs_.emplace(xs);
+    detail::each_sublayer(layer, [&](auto& s) { s.begin_call(trainable, training); });
     if constexpr (detail::differentiates_itself<L>) {
       layer.forward(std::get<0>(*xs_), out_, training);
       trained_ = training;
@@ -545,6 +514,7 @@ template <class L> class layer_call {
       [[maybe_unused]] auto w = detail::weights_of(layer);
       return std::tuple{(want_input[I] ? &std::get<I>(*xs_) : nullptr)..., (trains[W] ? &std::get<W>(w) : nullptr)...};
     }(std::make_index_sequence<arity>{}, std::make_index_sequence<detail::weight_count<L>()>{});
+    detail::each_sublayer(layer, [](auto& s) { s.begin_backward(); });
     if constexpr (detail::differentiates_itself<L>) {
       layer.backward(dy, grads_, targets);
     } else if constexpr (detail::inference_when_frozen<L>()) {
@@ -665,4 +635,166 @@ template <class L> class layer_instance {
   layer_call<L> call_;
 };
 
+namespace detail {
+
+/// One call of a sub-layer in its custom layer's call: the sub-layer's own layer_call (its output
+/// and what its backward pass needs), its input kept for that pass, and the adjoint of its output.
+template <class L> struct sublayer_slot {
+  using input_view = std::tuple_element_t<0, input_views<L>>;
+  layer_call<L> call;
+  Tensor<value_t<input_view>, shape_t<input_view>> x;
+  Tensor<typename L::value_type, output_shape_t<L>> dy;
+  bool backward_done = false;
+};
+
+/// A sub-layer's calls in one call of its custom layer, and how that call runs (whether the
+/// sub-layer's weights train, whether it is recorded for a backward pass). A copy starts empty.
+template <class L> struct sublayer_calls {
+  std::vector<std::unique_ptr<sublayer_slot<L>>> slots;
+  std::size_t used = 0;
+  bool trainable = true, training = false;
+  sublayer_calls() = default;
+  sublayer_calls(const sublayer_calls&) {}
+  sublayer_calls& operator=(const sublayer_calls&) { return *this; }
+};
+
+/// The op of a sub-layer's call in its custom layer's expression (a boundary that runs itself):
+/// its operands are the sub-layer's input and weights, so that autodiff sends the adjoint of the
+/// output through it to both.
+template <class S> struct sublayer_op {
+  static constexpr bool runs_itself = true;
+  using value_type = typename S::value_type;
+  using shape_type = typename S::output_shape;
+  dims_t<std::size_t(shape_type::rank)> out_dims{};
+  const S* sub = nullptr;
+  std::size_t slot = 0;
+  template <class X, class... W> void run(value_type* out, const X& x, const W&...) const { sub->run_call(slot, out, x.data, x.dims); }
+};
+
+/// The extents of built layer L's output for an input of extents d.
+template <class L, std::size_t R> auto output_dims(const L& l, const dims_t<R>& d) {
+  if constexpr (differentiates_itself<L>) return L::output_dims(d);
+  else return l.call(std::tuple_element_t<0, input_views<L>>(nullptr, d), inference_t{}).dims();
+}
+
+}  // namespace detail
+
+/// @brief A sub-layer of a custom layer (a field: Keras's `self.dense = Dense(64)` in
+/// `__init__`): Spec built for inputs of dtype T and shape In, with its name (Keras's automatic
+/// one when the spec has none) and trainable flag. `sub(x, training)` calls it.
+///
+/// A sub-layer's call is a boundary of its custom layer's expression: the sub-layer runs as the
+/// layers of a model do (its own expression evaluated, recorded for its own backward pass in
+/// training), and the custom layer's backward pass sends the adjoint of the call's output
+/// through it. So the compiler sees each layer's expression once, however deep the nesting,
+/// and a sub-layer called twice is one layer with two calls (its weights' gradients summed).
+template <class Spec, DType T, ShapeType In> struct sublayer {
+  using spec_type = Spec;
+  using layer_type = typename Spec::template built<T, In>;
+  using value_type = typename layer_type::value_type;
+  using output_shape = detail::output_shape_t<layer_type>;
+  using input_view = std::tuple_element_t<0, detail::input_views<layer_type>>;
+  std::string name;
+  bool trainable = true;
+  layer_type layer;
+
+  sublayer() : sublayer(Spec{}) {}
+  explicit sublayer(const Spec& spec)
+      : name(spec.name.empty() ? detail::auto_name(detail::snake_case(Spec::class_name)) : spec.name),
+        trainable(spec.trainable),
+        layer(detail::construct_layer<layer_type>(spec)) {}
+
+  /// @brief The sub-layer's call on x (an expression of the custom layer's input, weights and
+  /// other calls): a node of the custom layer's expression.
+  template <class X, class Training> auto operator()(const X& x, Training) const {
+    using S = shape_t<input_view>;
+    CTFLOW_STATIC_CHECK((std::is_same_v<value_t<X>, value_t<input_view>> && ctflow::detail::same_extents<S, shape_t<X>>()),
+                        ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::"), ctflow::detail::fixed_string_of<[] { return Spec::class_name; }>(),
+                                               ctflow::detail::fixed_string(": a sub-layer's input must have the dtype and shape it was built for: "),
+                                               shape_string_v<S>, ctflow::detail::fixed_string(" x "), shape_string_v<shape_t<X>>));
+    if constexpr (std::is_same_v<value_t<X>, value_t<input_view>> && ctflow::detail::same_extents<S, shape_t<X>>()) {
+      auto& l = const_cast<layer_type&>(layer);  // a model's layers are its own: call() is const by convention
+      const auto d = x.dims();
+      for (std::size_t a = 0; a < d.size(); ++a)
+        if (S::extents[a] != dyn && S::extents[a] != d[a])
+          throw shape_error("ctflow::keras: " + name + ": its input's axis " + std::to_string(a) + " has " + std::to_string(d[a]) + ", it was built for " +
+                            std::to_string(S::extents[a]));
+      if (calls_.used == calls_.slots.size()) calls_.slots.push_back(std::make_unique<detail::sublayer_slot<layer_type>>());
+      const detail::sublayer_op<sublayer> op{detail::output_dims(l, d), this, calls_.used++};
+      return std::apply([&](auto&... w) { return expr::make_computed(op, x, w...); }, detail::weights_of(l));
+    }
+  }
+
+ private:
+  template <class> friend class layer_call;
+  template <class> friend struct detail::sublayer_op;
+  template <class> friend struct autodiff::rule;
+
+  /// Starts a call of the custom layer: the sub-layer's weights train when `trains` (its
+  /// custom layer's do) and its flag say so; `training` records its calls for a backward pass.
+  void begin_call(bool trains, bool training) {
+    calls_.used = 0;
+    calls_.trainable = trains && trainable;
+    calls_.training = training;
+  }
+  /// Starts a backward pass of the custom layer.
+  void begin_backward() {
+    for (std::size_t i = 0; i < calls_.used; ++i) calls_.slots[i]->backward_done = false;
+  }
+
+  /// Runs call i on input x (memory of extents d) into out.
+  template <std::size_t R> void run_call(std::size_t i, value_type* out, const value_t<input_view>* x, const dims_t<R>& d) const {
+    auto& s = *calls_.slots[i];
+    input_view in(x, d);
+    if (calls_.training) {  // kept until the backward pass (x may be the evaluator's scratch memory)
+      detail::resize(s.x, d);
+      executor<device_t<input_view>>::assign(s.x.data(), d, in);
+      in = input_view(s.x.data(), d);
+    }
+    const auto y = s.call.forward(const_cast<layer_type&>(layer), calls_.trainable, {in}, calls_.training);
+    executor<device_t<decltype(y)>>::assign(out, y.dims(), y);
+  }
+
+  /// The gradient for operand I of call i (0: its input, then its weights) given the
+  /// adjoint g of its output: the call's backward pass runs on the first request of a pass.
+  template <std::size_t I, class G> auto gradient(std::size_t i, const G& g) const {
+    auto& s = *calls_.slots[i];
+    if (!s.backward_done) backward_call(s, g);
+    const auto& r = std::get<I>(s.call.gradients());
+    if (!r) throw value_error("ctflow::keras: " + name + ": no gradient for operand " + std::to_string(I) + " of its call");
+    return TensorView<const value_t<decltype(*r)>, shape_t<decltype(*r)>, device_t<decltype(*r)>>(r->data(), r->dims());
+  }
+
+  template <class G> void backward_call(detail::sublayer_slot<layer_type>& s, const G& g) const {
+    detail::resize(s.dy, g.dims());
+    executor<device_t<G>>::assign(s.dy.data(), s.dy.dims(), g);
+    backward_call(s);
+  }
+  void backward_call(detail::sublayer_slot<layer_type>& s) const {
+    s.call.backward(const_cast<layer_type&>(layer), calls_.trainable, TensorView<const value_type, output_shape>(s.dy.data(), s.dy.dims()), {true}, name);
+    s.backward_done = true;
+  }
+  mutable detail::sublayer_calls<layer_type> calls_;
+};
+/// @brief The sub-layer of Spec that takes Prev's output (a sublayer or a built layer).
+template <class Prev, class Spec> using sublayer_after = sublayer<Spec, typename Prev::value_type, typename Prev::output_shape>;
+
+namespace detail {
+/// The place of an optional sub-layer that a custom layer's form does not have
+/// (`std::conditional_t<projects, sublayer<...>, keras::detail::no_layer>`).
+struct no_layer {};
+}  // namespace detail
+
 }  // namespace ctflow::keras
+
+namespace ctflow::autodiff {
+
+/// A sub-layer's call sends the adjoint of its output to its input (unless integer) and weights
+/// through the sub-layer's own backward pass.
+template <class S, class... Ops> struct rule<expr::Computed<keras::detail::sublayer_op<S>, Ops...>> {
+  static constexpr bool known = true;
+  template <std::size_t I> static constexpr bool differentiable = I > 0 || is_floating_v<value_t<typename S::input_view>>;
+  template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) { return n.k.sub->template gradient<I>(n.k.slot, g); }
+};
+
+}  // namespace ctflow::autodiff

@@ -29,6 +29,9 @@ using expr::strided_view;
 /// `run(out, operands...)` (and, for an op that saves a by-product for its gradient,
 /// `run(out, saved, operands...)`). Operands come contiguous unless it sets `strided_operands`.
 template <class Op> struct kernel;
+/// An op that runs itself (expr/computed.hpp's `runs_itself`: it evaluates expressions of its
+/// own, each on its device) is its own kernel.
+template <class Op> requires expr::runs_itself<Op> struct kernel<Op> : Op {};
 
 template <class E> using evaluator = ctflow::evaluator<std::remove_cvref_t<E>, ctflow::cpu>;
 

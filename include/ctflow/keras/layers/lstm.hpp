@@ -58,6 +58,8 @@ template <std::size_t Units, auto... Options> struct LSTM {
     using value_type = T;
     using input_shape = In;
     using output_shape = detail::recurrent_output<In, Units, sequences>;
+    /// The extents of the output for input extents in.
+    static auto output_dims(const dims_t<3>& in) { return detail::recurrent_dims<Units, sequences>(in); }
     using fx = detail::scalar_of<activation>;
     using fr = detail::scalar_of<recurrent_activation>;
 
@@ -99,10 +101,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
       seq_ = {x.dims()[0], x.dims()[1], backwards};
       const std::size_t B = seq_.batch, S = seq_.steps;
       if (S == 0) throw value_error("ctflow::keras::LSTM: its input has no timesteps");
-      auto od = out.dims();
-      od[0] = B;
-      if constexpr (sequences) od[1] = S;
-      keras::detail::resize(out, od);
+      keras::detail::resize(out, output_dims(x.dims()));
       gates_.resize(S * B * gates);
       cells_.assign((S + 1) * B * units, T(0));
       states_.assign((S + 1) * B * units, T(0));

@@ -53,6 +53,11 @@ template <auto A> using scalar_of = scalar_activation<std::remove_cvref_t<declty
 /// The output shape of a recurrent layer of Units units on In = [batch, timesteps, features].
 template <class In, std::size_t Units, bool Sequences> using recurrent_output =
     std::conditional_t<Sequences, Shape<extent<In, 0>, extent<In, 1>, extent_t(Units)>, Shape<extent<In, 0>, extent_t(Units)>>;
+/// The extents of that output for input extents in ([batch, timesteps, features]).
+template <std::size_t Units, bool Sequences> auto recurrent_dims(const dims_t<3>& in) {
+  if constexpr (Sequences) return dims_t<3>{in[0], in[1], Units};
+  else return dims_t<2>{in[0], Units};
+}
 
 /// C[m x n] (+)= A[m x k] * B[k x n] with strides (rsa, csa), (rsb, csb) and C's row stride ldc.
 template <class T>
