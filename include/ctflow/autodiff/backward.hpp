@@ -3,6 +3,7 @@
 // receive, then a walk generated from the loss's type sends adjoints down the rules, sums the
 // adjoints of a shared value before sending them further, and accumulates at the variables.
 
+#include <array>
 #include <optional>
 #include <tuple>
 
@@ -19,19 +20,26 @@ template <class WS, class... V> struct accumulator {
 
   template <class E> static constexpr bool may_reach() { return (holds_leaf<E, V>() || ...); }
 
+  /// The targets of leaf type L, by index (only those are instantiated for it).
+  template <class L> static constexpr auto targets_of() {
+    constexpr bool match[] = {std::is_same_v<L, V>..., false};
+    constexpr std::size_t n = (std::size_t(0) + ... + std::size_t(std::is_same_v<L, V>));
+    std::array<std::size_t, n> r{};
+    for (std::size_t i = 0, k = 0; i < sizeof...(V); ++i)
+      if (match[i]) r[k++] = i;
+    return r;
+  }
   template <class L, class G> void add(const L& leaf, const G& g) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (add_to<I>(leaf, g), ...); }(std::index_sequence_for<V...>{});
+    static constexpr auto is = targets_of<std::remove_cvref_t<L>>();
+    [&]<std::size_t... K>(std::index_sequence<K...>) { (add_to<is[K]>(leaf, g), ...); }(std::make_index_sequence<is.size()>{});
   }
   template <std::size_t I, class L, class G> void add_to(const L& leaf, const G& g) {
-    using VI = std::tuple_element_t<I, std::tuple<V...>>;
-    if constexpr (std::is_same_v<std::remove_cvref_t<L>, VI>) {
-      if (!std::get<I>(targets) || !same_leaf(leaf, *std::get<I>(targets))) return;
-      auto& out = std::get<I>(grads);
-      // A variable several adjoints reach sums them; each is evaluated by the one instantiation
-      // that the first uses (fusing g into the sum would instantiate its evaluation twice).
-      if (!out) out.emplace(g);
-      else *out += typename std::remove_cvref_t<decltype(out)>::value_type(g);
-    }
+    if (!std::get<I>(targets) || !same_leaf(leaf, *std::get<I>(targets))) return;
+    auto& out = std::get<I>(grads);
+    // A variable several adjoints reach sums them; each is evaluated by the one instantiation
+    // that the first uses (fusing g into the sum would instantiate its evaluation twice).
+    if (!out) out.emplace(g);
+    else *out += typename std::remove_cvref_t<decltype(out)>::value_type(g);
   }
 };
 
