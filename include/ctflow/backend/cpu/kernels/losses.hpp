@@ -78,9 +78,9 @@ template <class T> compute_t<T> row_xent(const T* x, std::size_t n, std::size_t 
   return loss;
 }
 
-/// f(r) for each of `rows` rows of n classes, the threads taking blocks of about 32K elements.
+/// f(r) for each of `rows` rows of n classes (a row reads its n logits and writes n values).
 template <class F> void each_row(std::size_t rows, std::size_t n, F&& f) {
-  parallel_for(rows, std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)), 1, [&](std::size_t b, std::size_t e) {
+  parallel_for(rows, grain_for(2 * n), 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t r = b; r < e; ++r) f(r);
   });
 }
