@@ -5,7 +5,10 @@
 // TensorBoard summaries, a profile of some steps, and a CheckpointManager that resumes an
 // interrupted run where it stopped.
 //
-//   fashion_mnist_loop [LOGDIR] [EPOCHS]     (defaults: runs/fashion_mnist_loop, 3)
+//   fashion_mnist_loop [LOGDIR] [EPOCHS] [STEPS_PER_EPOCH]
+//
+// (defaults: runs/fashion_mnist_loop, 3 epochs, every batch of the training set in each: Keras's
+// steps_per_epoch; the sanitizer build's test trains 200 steps of one epoch.)
 //
 // LOGDIR receives train/ (event files: losses, weight histograms, sample images, the result),
 // plugins/profile/ (a Chrome trace of 50 steps) and ckpts/ (the last 2 epochs' checkpoints).
@@ -101,6 +104,7 @@ struct Adam {
 int main(int argc, char** argv) {
   const std::string logdir = argc > 1 ? argv[1] : "runs/fashion_mnist_loop";
   const std::int64_t epochs = argc > 2 ? std::stoll(argv[2]) : 3;
+  const std::size_t steps_per_epoch = argc > 3 ? std::stoull(argv[3]) : 0;  // 0: the whole dataset
 
   auto [train, test] = datasets::fashion_mnist::load_data();
   // The dataset takes the training tensors over (no copy); the shuffle buffer holds indices into
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
     double loss_sum = 0;
     std::size_t steps = 0;
     for (const auto& [images, labels] : train_ds) {
+      if (steps == steps_per_epoch && steps_per_epoch > 0) break;
       if (epoch == 0 && steps == 0) first_images = reshape<Shape<batch, 28, 28, 1>>(images);
       if (profiling && steps == 100) profiler::start(logdir);
       {
