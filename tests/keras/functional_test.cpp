@@ -176,6 +176,25 @@ struct NormBlock {
   };
 };
 
+// A LSTM called twice, on x and on 2x: one layer, two calls, each keeping its own state.
+struct TwoRuns {
+  CTFLOW_KERAS_LAYER_SPEC("TwoRuns");
+  template <class T, ShapeType In> struct built : keras::Layer<TwoRuns, T, In> {
+    keras::sublayer<layers::LSTM<3, layers::return_sequences<true>>, T, In> rnn;
+    template <class X, class Training> auto call(const X& x, Training training) const { return rnn(x, training) + rnn(x * T(2), training); }
+  };
+};
+
+// A BatchNormalization called in inference mode whatever the call's (Keras's
+// `self.norm(x, training=False)`).
+struct FixedNorm {
+  CTFLOW_KERAS_LAYER_SPEC("FixedNorm");
+  template <class T, ShapeType In> struct built : keras::Layer<FixedNorm, T, In> {
+    keras::sublayer<layers::BatchNormalization, T, In> norm;
+    template <class X, class Training> auto call(const X& x, Training) const { return norm(x, keras::inference_t{}); }
+  };
+};
+
 }  // namespace
 
 TEST_CASE("custom layers: own variables and sub-layers tracked without a list, parameters counted by the compiler") {
@@ -281,4 +300,87 @@ TEST_CASE("custom layers: frozen, a BatchNormalization sub-layer runs as in infe
   const Tensor<float, Shape<dyn, 4>> trained(model(x, true));
   CHECK(relative_difference(trained, inference) > 1e-3);
   CHECK(model.get_weights()[4].values != w[4].values);
+}
+
+TEST_CASE("custom layers: shared by two calls of a functional model, or holding a LSTM called twice, each call keeps its own") {
+  keras::backend::clear_session();
+  {
+    keras::Input<float, Shape<5>> in;
+    TwiceBlock block;
+    keras::Model model(in, block(block(in)));
+    keras::Sequential<keras::Input<float, Shape<5>>, TwiceBlock, TwiceBlock> plain;
+    const auto w = model.get_weights();
+    REQUIRE(w.size() == 2);
+    plain.set_weights({w[0], w[1], w[0], w[1]});
+    const auto x = random_uniform<float, Shape<dyn, 5>>(15, -1, 1, {6, 5});
+    const auto dy = random_uniform<float, Shape<dyn, 5>>(16, -1, 1, {6, 5});
+    const Tensor<float, Shape<dyn, 5>> y(model(view(x)));
+    CHECK(relative_difference(y, plain(x)) < 1e-6);
+    model(view(x), true);
+    plain(x, true);
+    const auto [dx] = model.backward(view(dy), true);
+    const auto dxp = plain.backward(view(dy), true);
+    REQUIRE((dx && dxp));
+    CHECK(relative_difference(*dx, *dxp) < 1e-5);
+    const auto ga = model.gradients(), gb = plain.gradients();
+    REQUIRE((ga.size() == 2 && gb.size() == 4));
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t k = 0; k < ga[i].size(); ++k) CHECK(ga[i][k] == Approx(gb[i][k] + gb[i + 2][k]).margin(1e-5));
+  }
+  {
+    keras::Sequential<keras::Input<float, Shape<4, 2>>, TwoRuns> model;
+    keras::Sequential<keras::Input<float, Shape<4, 2>>, layers::LSTM<3, layers::return_sequences<true>>> plain;
+    plain.set_weights(model.get_weights());
+    const auto x = random_uniform<float, Shape<dyn, 4, 2>>(17, -1, 1, {5, 4, 2});
+    const auto dy = random_uniform<float, Shape<dyn, 4, 3>>(18, -1, 1, {5, 4, 3});
+    const Tensor<float, Shape<dyn, 4, 2>> x2(x * 2.f);
+    const Tensor<float, Shape<dyn, 4, 3>> y(model(x)), y1(plain(x));
+    CHECK(relative_difference(y, y1 + plain(x2)) < 1e-6);
+    model(x, true);
+    const auto dx = model.backward(view(dy), true);
+    plain(x, true);
+    const auto dx1 = plain.backward(view(dy), true);
+    std::vector<std::vector<float>> g1;
+    for (const auto& g : plain.gradients()) g1.emplace_back(g.begin(), g.end());
+    plain(x2, true);
+    const auto dx2 = plain.backward(view(dy), true);
+    const auto g2 = plain.gradients(), gm = model.gradients();
+    REQUIRE((gm.size() == 3 && g2.size() == 3 && g1.size() == 3));
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t k = 0; k < gm[i].size(); ++k) CHECK(gm[i][k] == Approx(g1[i][k] + g2[i][k]).margin(1e-5));
+    REQUIRE((dx && dx1 && dx2));
+    CHECK(relative_difference(*dx, *dx1 + *dx2 * 2.f) < 1e-5);
+  }
+}
+
+TEST_CASE("custom layers: a sub-layer called in inference mode in a training call runs as in inference and still trains") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<3>>, FixedNorm> model;
+  auto w = model.get_weights();
+  REQUIRE(w.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t k = 0; k < 3; ++k) w[i].values[k] = 0.5f + 0.1f * float(i + k);
+  model.set_weights(w);
+  const auto x = random_uniform<float, Shape<dyn, 3>>(19, -2, 2, {6, 3});
+  const auto dy = random_uniform<float, Shape<dyn, 3>>(20, -1, 1, {6, 3});
+  const Tensor<float, Shape<dyn, 3>> inference(model(x));
+  const Tensor<float, Shape<dyn, 3>> training(model(x, true));
+  CHECK(relative_difference(training, inference) == 0);
+  CHECK(model.get_weights()[2].values == w[2].values);  // the moving mean did not move
+  const auto dx = model.backward(view(dy), true);
+  REQUIRE(dx);
+  // y = gamma (x - mean) / sqrt(var + epsilon) + beta, epsilon 1e-3.
+  const auto g = model.gradients();
+  REQUIRE(g.size() == 2);
+  for (std::size_t c = 0; c < 3; ++c) {
+    const double gamma = w[0].values[c], mean = w[2].values[c], s = 1 / std::sqrt(double(w[3].values[c]) + 1e-3);
+    double dgamma = 0, dbeta = 0;
+    for (std::size_t b = 0; b < 6; ++b) {
+      CHECK((*dx)(b, c) == Approx(dy(b, c) * gamma * s).margin(1e-5));
+      dgamma += dy(b, c) * (x(b, c) - mean) * s;
+      dbeta += dy(b, c);
+    }
+    CHECK(g[0][c] == Approx(dgamma).margin(1e-5));
+    CHECK(g[1][c] == Approx(dbeta).margin(1e-5));
+  }
 }

@@ -396,9 +396,14 @@ template <class... In, class... W> struct gradients_of<std::tuple<In...>, std::t
   using type = std::tuple<std::optional<Tensor<value_t<In>, shape_t<In>>>..., std::optional<Tensor<value_t<W>, shape_t<W>>>...>;
 };
 
-/// Whether L computes its own backward pass (forward / backward members, as the recurrent layers)
-/// rather than ctflow's from the expression of its call.
+/// Whether L computes its own backward pass (forward / backward members taking a `call_state`,
+/// what one call keeps for its backward pass, as the recurrent layers) rather than ctflow's from
+/// the expression of its call.
 template <class L> concept differentiates_itself = requires { L::differentiates_itself; };
+
+/// What a call of L keeps for its backward pass when L differentiates itself.
+template <class L> struct call_state_of { using type = no_record; };
+template <class L> requires differentiates_itself<L> struct call_state_of<L> { using type = typename L::call_state; };
 
 /// Whether L, frozen (trainable false), runs as in inference even in training (Keras's
 /// BatchNormalization). A custom layer holding one runs its training expression: its sub-layers
@@ -406,6 +411,19 @@ template <class L> concept differentiates_itself = requires { L::differentiates_
 template <class L> constexpr bool inference_when_frozen() {
   if constexpr (requires { L::inference_when_frozen; }) return L::inference_when_frozen;
   else return false;
+}
+
+/// Whether a call of L in inference mode during training (frozen, or asked for by a custom
+/// layer's call) needs a recording of its own: its inference expression is not its training one
+/// (BatchNormalization, Dropout, a custom layer that branches on `training`).
+template <class L> constexpr bool records_inference() {
+  if constexpr (differentiates_itself<L>) {
+    return false;
+  } else {
+    using training_expr = typename recording_of<L, input_views<L>, weights_tuple<L>, training_t>::expr;
+    using inference_expr = typename recording_of<L, input_views<L>, weights_tuple<L>, inference_t>::expr;
+    return inference_when_frozen<L>() || !std::is_same_v<training_expr, inference_expr>;
+  }
 }
 
 template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d) {
@@ -472,28 +490,30 @@ template <class L> class layer_call {
   layer_call& operator=(const layer_call&) = delete;
 
   /// @brief Runs layer on xs (training: recording what backward needs); `trainable` is the
-  /// layer's flag (a frozen BatchNormalization runs as in inference). Returns a view of the
-  /// output, valid until the next forward; the inputs' memory must stay valid until backward.
-  output_view forward(L& layer, bool trainable, const inputs& xs, bool training) {
+  /// layer's flag (a frozen BatchNormalization runs as in inference); `inference_mode` runs a
+  /// training call's layer as in inference, still recorded (Keras's `layer(x, training=False)`
+  /// inside a training call). Returns a view of the output, valid until the next forward; the
+  /// inputs' memory must stay valid until backward.
+  output_view forward(L& layer, bool trainable, const inputs& xs, bool training, bool inference_mode = false) {
     trained_ = false;
     if constexpr (!detail::differentiates_itself<L>) record_.reset();
-    if constexpr (detail::inference_when_frozen<L>()) frozen_record_.reset();
+    if constexpr (detail::records_inference<L>()) inference_record_.reset();
     xs_.emplace(xs);
-    detail::each_sublayer(layer, [&](auto& s) { s.begin_call(trainable, training); });
+    detail::each_sublayer(layer, [&](auto& s) { s.begin_call(this, trainable, training); });
     if constexpr (detail::differentiates_itself<L>) {
-      layer.forward(std::get<0>(*xs_), out_, training);
+      layer.forward(std::get<0>(*xs_), out_, training, state_);
       trained_ = training;
+    } else if (!training) {
+      auto e = std::apply([&](const auto&... x) { return layer.call(x..., inference_t{}); }, *xs_);
+      detail::resize(out_, e.dims());
+      executor<device_t<decltype(e)>>::assign(out_.data(), out_.dims(), e);
+    } else if (inference_mode || (!trainable && detail::inference_when_frozen<L>())) {
+      // The inference expression, recorded (the adjoint still flows through); where it has the
+      // training expression's type, into the same recording.
+      if constexpr (detail::records_inference<L>()) record(layer, inference_record_, inference_t{});
+      else record(layer, record_, inference_t{});
     } else {
-      if (training && (trainable || !detail::inference_when_frozen<L>())) {
-        record(layer, record_, training_t{});
-      } else if (training) {
-        // Frozen, in training: the inference expression, recorded (the adjoint still flows through).
-        if constexpr (detail::inference_when_frozen<L>()) record(layer, frozen_record_, inference_t{});
-      } else {
-        auto e = std::apply([&](const auto&... x) { return layer.call(x..., inference_t{}); }, *xs_);
-        detail::resize(out_, e.dims());
-        executor<device_t<decltype(e)>>::assign(out_.data(), out_.dims(), e);
-      }
+      record(layer, record_, training_t{});
     }
     return output();
   }
@@ -514,11 +534,11 @@ template <class L> class layer_call {
       [[maybe_unused]] auto w = detail::weights_of(layer);
       return std::tuple{(want_input[I] ? &std::get<I>(*xs_) : nullptr)..., (trains[W] ? &std::get<W>(w) : nullptr)...};
     }(std::make_index_sequence<arity>{}, std::make_index_sequence<detail::weight_count<L>()>{});
-    detail::each_sublayer(layer, [](auto& s) { s.begin_backward(); });
+    detail::each_sublayer(layer, [&](auto& s) { s.begin_backward(this); });
     if constexpr (detail::differentiates_itself<L>) {
-      layer.backward(dy, grads_, targets);
-    } else if constexpr (detail::inference_when_frozen<L>()) {
-      grads_ = std::apply([&](auto*... t) { return record_ ? record_->gradient(dy, t...) : frozen_record_->gradient(dy, t...); }, targets);
+      layer.backward(dy, grads_, targets, state_);
+    } else if constexpr (detail::records_inference<L>()) {
+      grads_ = std::apply([&](auto*... t) { return record_ ? record_->gradient(dy, t...) : inference_record_->gradient(dy, t...); }, targets);
     } else {
       grads_ = std::apply([&](auto*... t) { return record_->gradient(dy, t...); }, targets);
     }
@@ -538,7 +558,8 @@ template <class L> class layer_call {
   std::optional<inputs> xs_;  // the expressions recorded refer to these views
   Tensor<value_type, output_shape> out_;
   typename detail::optional_recording<L, training_t, !detail::differentiates_itself<L>>::type record_;
-  typename detail::optional_recording<L, inference_t, detail::inference_when_frozen<L>()>::type frozen_record_;
+  typename detail::optional_recording<L, inference_t, detail::records_inference<L>()>::type inference_record_;
+  typename detail::call_state_of<L>::type state_;
   gradient_tensors grads_;
   bool trained_ = false;
 };
@@ -638,24 +659,41 @@ template <class L> class layer_instance {
 namespace detail {
 
 /// One call of a sub-layer in its custom layer's call: the sub-layer's own layer_call (its output
-/// and what its backward pass needs), its input kept for that pass, and the adjoint of its output.
+/// and what its backward pass needs), its input kept for that pass, the adjoint of its output,
+/// and how it runs: whether the sub-layer's weights train, whether it is recorded (its custom
+/// layer's call is, or it was called with training_t), whether it runs as in inference.
 template <class L> struct sublayer_slot {
   using input_view = std::tuple_element_t<0, input_views<L>>;
   layer_call<L> call;
   Tensor<value_t<input_view>, shape_t<input_view>> x;
   Tensor<typename L::value_type, output_shape_t<L>> dy;
-  bool backward_done = false;
+  bool trainable = true, training = false, inference_mode = false, backward_done = false;
 };
 
-/// A sub-layer's calls in one call of its custom layer, and how that call runs (whether the
-/// sub-layer's weights train, whether it is recorded for a backward pass). A copy starts empty.
+/// A sub-layer's calls in one call of its custom layer, and how that call runs.
 template <class L> struct sublayer_calls {
   std::vector<std::unique_ptr<sublayer_slot<L>>> slots;
   std::size_t used = 0;
   bool trainable = true, training = false;
-  sublayer_calls() = default;
-  sublayer_calls(const sublayer_calls&) {}
-  sublayer_calls& operator=(const sublayer_calls&) { return *this; }
+};
+
+/// A sub-layer's calls for each call of its custom layer (keyed by the custom layer's
+/// layer_call: a custom layer shared by two calls of a model, or called twice by another custom
+/// layer, keeps each call's own until its backward pass), and the index of the call being built.
+/// A copy starts empty.
+template <class L> struct sublayer_state {
+  std::vector<std::pair<const void*, sublayer_calls<L>>> tables;  // a model has one or two owners
+  std::size_t current = 0;
+  sublayer_state() = default;
+  sublayer_state(const sublayer_state&) {}
+  sublayer_state& operator=(const sublayer_state&) { return *this; }
+  /// The index of owner's table (made on its first call).
+  std::size_t index(const void* owner) {
+    std::size_t i = 0;
+    while (i < tables.size() && tables[i].first != owner) ++i;
+    if (i == tables.size()) tables.emplace_back(owner, sublayer_calls<L>{});
+    return i;
+  }
 };
 
 /// The op of a sub-layer's call in its custom layer's expression (a boundary that runs itself):
@@ -667,8 +705,8 @@ template <class S> struct sublayer_op {
   using shape_type = typename S::output_shape;
   dims_t<std::size_t(shape_type::rank)> out_dims{};
   const S* sub = nullptr;
-  std::size_t slot = 0;
-  template <class X, class... W> void run(value_type* out, const X& x, const W&...) const { sub->run_call(slot, out, x.data, x.dims); }
+  sublayer_slot<typename S::layer_type>* slot = nullptr;
+  template <class X, class... W> void run(value_type* out, const X& x, const W&...) const { sub->run_call(*slot, out, x.data, x.dims); }
 };
 
 /// The extents of built layer L's output for an input of extents d.
@@ -681,7 +719,9 @@ template <class L, std::size_t R> auto output_dims(const L& l, const dims_t<R>& 
 
 /// @brief A sub-layer of a custom layer (a field: Keras's `self.dense = Dense(64)` in
 /// `__init__`): Spec built for inputs of dtype T and shape In, with its name (Keras's automatic
-/// one when the spec has none) and trainable flag. `sub(x, training)` calls it.
+/// one when the spec has none) and trainable flag. `sub(x, training)` calls it, in training mode
+/// for `keras::training_t` and in inference mode for `keras::inference_t` (Keras's
+/// `self.bn(x, training=False)` inside a training call: still recorded, so the adjoint reaches x).
 ///
 /// A sub-layer's call is a boundary of its custom layer's expression: the sub-layer runs as the
 /// layers of a model do (its own expression evaluated, recorded for its own backward pass in
@@ -706,7 +746,7 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
 
   /// @brief The sub-layer's call on x (an expression of the custom layer's input, weights and
   /// other calls): a node of the custom layer's expression.
-  template <class X, class Training> auto operator()(const X& x, Training) const {
+  template <class X, class Training> auto operator()(const X& x, Training training) const {
     using S = shape_t<input_view>;
     CTFLOW_STATIC_CHECK((std::is_same_v<value_t<X>, value_t<input_view>> && ctflow::detail::same_extents<S, shape_t<X>>()),
                         ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::"), ctflow::detail::fixed_string_of<[] { return Spec::class_name; }>(),
@@ -719,8 +759,14 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
         if (S::extents[a] != dyn && S::extents[a] != d[a])
           throw shape_error("ctflow::keras: " + name + ": its input's axis " + std::to_string(a) + " has " + std::to_string(d[a]) + ", it was built for " +
                             std::to_string(S::extents[a]));
-      if (calls_.used == calls_.slots.size()) calls_.slots.push_back(std::make_unique<detail::sublayer_slot<layer_type>>());
-      const detail::sublayer_op<sublayer> op{detail::output_dims(l, d), this, calls_.used++};
+      if (state_.tables.empty()) state_.current = state_.index(nullptr);  // a call outside any model's
+      auto& calls = state_.tables[state_.current].second;
+      if (calls.used == calls.slots.size()) calls.slots.push_back(std::make_unique<slot_type>());
+      slot_type& s = *calls.slots[calls.used++];
+      s.trainable = calls.trainable;
+      s.training = calls.training || training;
+      s.inference_mode = !training;
+      const detail::sublayer_op<sublayer> op{detail::output_dims(l, d), this, &s};
       return std::apply([&](auto&... w) { return expr::make_computed(op, x, w...); }, detail::weights_of(l));
     }
   }
@@ -729,52 +775,54 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
   template <class> friend class layer_call;
   template <class> friend struct detail::sublayer_op;
   template <class> friend struct autodiff::rule;
+  using slot_type = detail::sublayer_slot<layer_type>;
 
-  /// Starts a call of the custom layer: the sub-layer's weights train when `trains` (its
-  /// custom layer's do) and its flag say so; `training` records its calls for a backward pass.
-  void begin_call(bool trains, bool training) {
-    calls_.used = 0;
-    calls_.trainable = trains && trainable;
-    calls_.training = training;
+  /// Starts a call of the custom layer by owner (its layer_call): the sub-layer's weights train
+  /// when `trains` (its custom layer's do) and its flag say so; `training` records its calls.
+  void begin_call(const void* owner, bool trains, bool training) {
+    state_.current = state_.index(owner);
+    auto& calls = state_.tables[state_.current].second;
+    calls.used = 0;
+    calls.trainable = trains && trainable;
+    calls.training = training;
   }
-  /// Starts a backward pass of the custom layer.
-  void begin_backward() {
-    for (std::size_t i = 0; i < calls_.used; ++i) calls_.slots[i]->backward_done = false;
+  /// Starts a backward pass of owner's call.
+  void begin_backward(const void* owner) {
+    auto& calls = state_.tables[state_.index(owner)].second;
+    for (std::size_t i = 0; i < calls.used; ++i) calls.slots[i]->backward_done = false;
   }
 
-  /// Runs call i on input x (memory of extents d) into out.
-  template <std::size_t R> void run_call(std::size_t i, value_type* out, const value_t<input_view>* x, const dims_t<R>& d) const {
-    auto& s = *calls_.slots[i];
+  /// Runs call s on input x (memory of extents d) into out.
+  template <std::size_t R> void run_call(slot_type& s, value_type* out, const value_t<input_view>* x, const dims_t<R>& d) const {
     input_view in(x, d);
-    if (calls_.training) {  // kept until the backward pass (x may be the evaluator's scratch memory)
+    if (s.training) {  // kept until the backward pass (x may be the evaluator's scratch memory)
       detail::resize(s.x, d);
       executor<device_t<input_view>>::assign(s.x.data(), d, in);
       in = input_view(s.x.data(), d);
     }
-    const auto y = s.call.forward(const_cast<layer_type&>(layer), calls_.trainable, {in}, calls_.training);
+    const auto y = s.call.forward(const_cast<layer_type&>(layer), s.trainable, {in}, s.training, s.inference_mode);
     executor<device_t<decltype(y)>>::assign(out, y.dims(), y);
   }
 
-  /// The gradient for operand I of call i (0: its input, then its weights) given the
-  /// adjoint g of its output: the call's backward pass runs on the first request of a pass.
-  template <std::size_t I, class G> auto gradient(std::size_t i, const G& g) const {
-    auto& s = *calls_.slots[i];
+  /// The gradient for operand I of call s (0: its input, then its weights) given the adjoint g
+  /// of its output: the call's backward pass runs on the first request of a pass.
+  template <std::size_t I, class G> auto gradient(slot_type& s, const G& g) const {
     if (!s.backward_done) backward_call(s, g);
     const auto& r = std::get<I>(s.call.gradients());
     if (!r) throw value_error("ctflow::keras: " + name + ": no gradient for operand " + std::to_string(I) + " of its call");
     return TensorView<const value_t<decltype(*r)>, shape_t<decltype(*r)>, device_t<decltype(*r)>>(r->data(), r->dims());
   }
 
-  template <class G> void backward_call(detail::sublayer_slot<layer_type>& s, const G& g) const {
+  template <class G> void backward_call(slot_type& s, const G& g) const {
     detail::resize(s.dy, g.dims());
     executor<device_t<G>>::assign(s.dy.data(), s.dy.dims(), g);
     backward_call(s);
   }
-  void backward_call(detail::sublayer_slot<layer_type>& s) const {
-    s.call.backward(const_cast<layer_type&>(layer), calls_.trainable, TensorView<const value_type, output_shape>(s.dy.data(), s.dy.dims()), {true}, name);
+  void backward_call(slot_type& s) const {
+    s.call.backward(const_cast<layer_type&>(layer), s.trainable, TensorView<const value_type, output_shape>(s.dy.data(), s.dy.dims()), {true}, name);
     s.backward_done = true;
   }
-  mutable detail::sublayer_calls<layer_type> calls_;
+  mutable detail::sublayer_state<layer_type> state_;
 };
 /// @brief The sub-layer of Spec that takes Prev's output (a sublayer or a built layer).
 template <class Prev, class Spec> using sublayer_after = sublayer<Spec, typename Prev::value_type, typename Prev::output_shape>;
@@ -794,7 +842,7 @@ namespace ctflow::autodiff {
 template <class S, class... Ops> struct rule<expr::Computed<keras::detail::sublayer_op<S>, Ops...>> {
   static constexpr bool known = true;
   template <std::size_t I> static constexpr bool differentiable = I > 0 || is_floating_v<value_t<typename S::input_view>>;
-  template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) { return n.k.sub->template gradient<I>(n.k.slot, g); }
+  template <std::size_t I, class N, class G, class Y> static auto vjp(const N& n, const G& g, const Y&) { return n.k.sub->template gradient<I>(*n.k.slot, g); }
 };
 
 }  // namespace ctflow::autodiff

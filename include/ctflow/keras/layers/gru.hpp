@@ -84,8 +84,19 @@ template <std::size_t Units, auto... Options> struct GRU {
       else return std::tie(kernel_regularizer, recurrent_regularizer);
     }
 
-    /// Runs the sequence x into out, keeping each step's gates and states for backward.
-    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/) {
+    /// What a call keeps for its backward pass (each call of the layer has its own: a layer
+    /// shared by two calls of a model, or called twice in a custom layer, trains right).
+    struct call_state {
+      detail::sequence seq_;
+      const T* x_ = nullptr;  // the forward's input (the model keeps it until backward)
+      // Per step: the activated gates [z, r, hh], what the candidate's adjoint needs (hr_h with
+      // reset_after, else r * h) and the states (step 0: zeros); the backward pass's adjoints.
+      std::vector<T> gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_;
+    };
+
+    /// Runs the sequence x into out, keeping in st each step's gates and states for backward.
+    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st) const {
+      auto& [seq_, x_, gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_] = st;
       seq_ = {x.dims()[0], x.dims()[1], backwards};
       const std::size_t B = seq_.batch, S = seq_.steps;
       if (S == 0) throw value_error("ctflow::keras::GRU: its input has no timesteps");
@@ -146,10 +157,11 @@ template <std::size_t Units, auto... Options> struct GRU {
       if constexpr (!sequences) std::copy_n(states_.data() + S * B * units, B * units, out.data());
     }
 
-    /// The backward pass through time of the last forward (its input still valid), from the
+    /// The backward pass through time of the forward that filled st (its input still valid), from the
     /// output's adjoint dy: the gradients of the targets that are not null (the input, then the
     /// weights).
-    template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets) {
+    template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets, call_state& st) const {
+      auto& [seq_, x_, gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_] = st;
       const std::size_t B = seq_.batch, S = seq_.steps;
       T* dx = detail::gradient_slot(std::get<0>(grads), std::get<0>(targets));
       T* dw = detail::gradient_slot(std::get<1>(grads), std::get<1>(targets));
@@ -218,12 +230,6 @@ template <std::size_t Units, auto... Options> struct GRU {
       }
     }
 
-   private:
-    detail::sequence seq_;
-    const T* x_ = nullptr;  // the last forward's input (the model keeps it until backward)
-    // Per step: the activated gates [z, r, hh], what the candidate's adjoint needs (hr_h with
-    // reset_after, else r * h) and the states (step 0: zeros); the backward pass's adjoints.
-    std::vector<T> gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_;
   };
 };
 

@@ -96,8 +96,19 @@ template <std::size_t Units, auto... Options> struct LSTM {
       else return std::tie(kernel_regularizer, recurrent_regularizer);
     }
 
-    /// Runs the sequence x into out, keeping each step's gates and states for backward.
-    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/) {
+    /// What a call keeps for its backward pass (each call of the layer has its own: a layer
+    /// shared by two calls of a model, or called twice in a custom layer, trains right).
+    struct call_state {
+      detail::sequence seq_;
+      const T* x_ = nullptr;  // the forward's input (the model keeps it until backward)
+      // Per step: the activated gates [i, f, c, o], the cells and states (step 0: zeros) and
+      // activation(c); the backward pass's adjoints of h, c and the gates' inputs.
+      std::vector<T> gates_, cells_, states_, cell_out_, dh_, dc_, dz_;
+    };
+
+    /// Runs the sequence x into out, keeping in st each step's gates and states for backward.
+    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st) const {
+      auto& [seq_, x_, gates_, cells_, states_, cell_out_, dh_, dc_, dz_] = st;
       seq_ = {x.dims()[0], x.dims()[1], backwards};
       const std::size_t B = seq_.batch, S = seq_.steps;
       if (S == 0) throw value_error("ctflow::keras::LSTM: its input has no timesteps");
@@ -134,9 +145,10 @@ template <std::size_t Units, auto... Options> struct LSTM {
       if constexpr (!sequences) std::copy_n(states_.data() + S * B * units, B * units, out.data());
     }
 
-    /// The backward pass through time of the last forward (its input still valid), from the output's adjoint dy: the
+    /// The backward pass through time of the forward that filled st (its input still valid), from the output's adjoint dy: the
     /// gradients of the targets that are not null (the input, then the weights).
-    template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets) {
+    template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets, call_state& st) const {
+      auto& [seq_, x_, gates_, cells_, states_, cell_out_, dh_, dc_, dz_] = st;
       const std::size_t B = seq_.batch, S = seq_.steps;
       T* dx = detail::gradient_slot(std::get<0>(grads), std::get<0>(targets));
       T* dw = detail::gradient_slot(std::get<1>(grads), std::get<1>(targets));
@@ -180,12 +192,6 @@ template <std::size_t Units, auto... Options> struct LSTM {
       }
     }
 
-   private:
-    detail::sequence seq_;
-    const T* x_ = nullptr;  // the last forward's input (the model keeps it until backward)
-    // Per step: the activated gates [i, f, c, o], the cells and states (step 0: zeros) and
-    // activation(c); the backward pass's adjoints of h, c and the gates' inputs.
-    std::vector<T> gates_, cells_, states_, cell_out_, dh_, dc_, dz_;
   };
 };
 

@@ -86,7 +86,8 @@ template <class G, class Target> auto* gradient_slot(std::optional<G>& g, const 
     g.reset();
     return static_cast<T*>(nullptr);
   }
-  if (!g || g->dims() != target->dims()) g.emplace(target->dims());
+  // (A tensor handed out by a model's backward pass leaves g holding an empty one.)
+  if (!g || g->dims() != target->dims() || g->size() != ctflow::product(target->dims())) g.emplace(target->dims());
   std::fill_n(g->data(), g->size(), T(0));
   return g->data();
 }
