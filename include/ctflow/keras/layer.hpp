@@ -383,11 +383,38 @@ template <class L, class... In, class... W, class Mode> struct recording_of<L, s
   using type = autodiff::recording<expr, In..., W...>;
 };
 
+/// An optional R on the heap whose type is completed only where one is made or used: a model
+/// that is only built, or only infers, never instantiates its layers' recordings.
+template <class R> class lazy_optional {
+ public:
+  lazy_optional() = default;
+  lazy_optional(const lazy_optional&) = delete;
+  lazy_optional& operator=(const lazy_optional&) = delete;
+  ~lazy_optional() { reset(); }
+  template <class... A> R& emplace(A&&... a) {
+    reset();
+    R* r = new R(std::forward<A>(a)...);
+    p_ = r;
+    destroy_ = [](void* p) { delete static_cast<R*>(p); };
+    return *r;
+  }
+  void reset() {
+    if (p_) destroy_(p_);
+    p_ = nullptr;
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+  R* operator->() const { return static_cast<R*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+  void (*destroy_)(void*) = nullptr;
+};
+
 /// Nothing to record (a layer that differentiates itself; the frozen form of most layers).
 struct no_record {};
 template <class L, class Mode, bool Use> struct optional_recording { using type = no_record; };
 template <class L, class Mode> struct optional_recording<L, Mode, true> {
-  using type = std::optional<typename recording_of<L, input_views<L>, weights_tuple<L>, Mode>::type>;
+  using type = lazy_optional<typename recording_of<L, input_views<L>, weights_tuple<L>, Mode>::type>;
 };
 
 /// The gradients of a call's backward pass: one optional tensor per input, then one per weight.
