@@ -782,10 +782,7 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
     if constexpr (std::is_same_v<value_t<X>, value_t<input_view>> && ctflow::detail::same_extents<S, shape_t<X>>()) {
       auto& l = const_cast<layer_type&>(layer);  // a model's layers are its own: call() is const by convention
       const auto d = x.dims();
-      for (std::size_t a = 0; a < d.size(); ++a)
-        if (S::extents[a] != dyn && S::extents[a] != d[a])
-          throw shape_error("ctflow::keras: " + name + ": its input's axis " + std::to_string(a) + " has " + std::to_string(d[a]) + ", it was built for " +
-                            std::to_string(S::extents[a]));
+      if (!matches_static<S>(d)) throw_shape_error(("ctflow::keras: " + name).c_str(), "its input is not of the shape it was built for", S::extents, d);
       if (state_.tables.empty()) state_.current = state_.index(nullptr);  // a call outside any model's
       auto& calls = state_.tables[state_.current].second;
       if (calls.used == calls.slots.size()) calls.slots.push_back(std::make_unique<slot_type>());
