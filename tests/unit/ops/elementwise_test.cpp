@@ -92,14 +92,14 @@ TEST_CASE("broadcast operands follow the rows across every axis and thread split
 }
 
 TEST_CASE("short rows, read several at a time where every operand allows it, hold every element on any thread count") {
-  // Whole-number values, so that any evaluation order gives the same elements. Rows of 2 to 129
+  // Whole-number values, so that any evaluation order gives the same elements. Rows of 2 to 300
   // elements, counts with and without small divisors (97 has none), the biggest split over
   // threads; operands that are contiguous, a bias, a constant, a column, a transpose (the last
   // two never merge), a mask of where, and more biases than the loop tiles.
   const int threads_before = config::get_num_threads();
   const auto check = [](auto zero) {
     using T = decltype(zero);
-    for (std::size_t inner : {2, 3, 5, 16, 17, 31, 100, 128, 129})
+    for (std::size_t inner : {2, 3, 5, 16, 17, 31, 100, 128, 129, 300})
       for (std::size_t rows : {1, 4, 97, 1000, 30000}) {
         Tensor<T, Shape<dyn, dyn>> a({rows, inner}), t({inner, rows});
         Tensor<T, Shape<dyn>> b({inner});
@@ -145,6 +145,15 @@ TEST_CASE("short rows, read several at a time where every operand allows it, hol
   check(std::int32_t(0));
   check(std::uint8_t(0));
   config::set_num_threads(threads_before);
+  // How many rows merge: the largest divisor of the row count within the limit, against a search.
+  std::size_t wrong = 0;
+  for (std::size_t n = 1; n < 400; ++n)
+    for (std::size_t m = 1; m < 64; ++m) {
+      std::size_t want = std::min(n, m);
+      while (n % want != 0) --want;
+      wrong += backend::cpu::largest_divisor_within(n, m) != want;
+    }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("a row's tail is computed in one partial vector, and nothing past the destination is written") {

@@ -55,7 +55,7 @@ template <class T> struct strided_cursor {
   /// tail); nothing past them is read. Always inlined: left to itself, GCC calls it out of line
   /// from the loops of larger expressions (sigmoid, exp), which then run at half their speed.
   inline __attribute__((always_inline)) batch<compute_type> packet(std::size_t j, std::size_t n = lanes<T>) const requires vectorizable {
-    if (at.inner == 1) return n == lanes<T> ? batch<T>::load_unaligned(row() + j) : load_partial(row() + j, n);
+    if (at.inner == 1) [[likely]] return n == lanes<T> ? batch<T>::load_unaligned(row() + j) : load_partial(row() + j, n);
     if (at.inner == 0) return batch<T>(*row());
     return gather(row() + std::ptrdiff_t(j) * at.inner, at.inner, n);
   }

@@ -62,7 +62,7 @@ template <store_kind Store = store_kind::plain, class T, class C> void run_row(T
 }
 
 /// Elements of a merged row (see execute()).
-inline constexpr std::size_t merged_row = 256;
+inline constexpr std::size_t merged_row = 1024;
 
 /// Memory of the operands that execute() tiles to merge rows (at most max_tiles; past them the
 /// rows are read one at a time), freed when it returns: from the block cache, so that a warm
@@ -148,10 +148,17 @@ struct leaf_layout {
       dims[std::size_t(rank - 1)] *= g;
       strides[std::size_t(rank - 2)] *= std::ptrdiff_t(g);
     } else if (m == merging::tiled) {
-      const std::size_t n = od[r - 1];
+      const std::size_t n = od[r - 1], row_bytes = n * element;
       const std::ptrdiff_t s1 = stride_along(od, r, r - 1);
-      for (std::size_t q = 0, i = 0; q < g; ++q)
-        for (std::size_t j = 0; j < n; ++j, ++i) std::memcpy(tile + i * element, data + std::ptrdiff_t(j) * s1 * std::ptrdiff_t(element), element);
+      if (s1 == 1) std::memcpy(tile, data, row_bytes);
+      else
+        for (std::size_t j = 0; j < n; ++j) std::memcpy(tile + j * element, data + std::ptrdiff_t(j) * s1 * std::ptrdiff_t(element), element);
+      // The row, then copies of what is there, doubling: a few copies rather than g.
+      for (std::size_t have = 1; have < g;) {
+        const std::size_t more = std::min(have, g - have);
+        std::memcpy(tile + have * row_bytes, tile, more * row_bytes);
+        have += more;
+      }
       data = tile;
       rank = 1;
       dims[0] = g * n;
@@ -174,6 +181,19 @@ template <class C> std::array<leaf_layout*, C::leaf_count> leaves_of(C& c) {
   return p;
 }
 
+/// The largest divisor of n that is at most m (m >= 1), in at most sqrt(n) divisions: the
+/// divisors past sqrt(n), largest first, are n / i for the divisors i below it, smallest first.
+constexpr std::size_t largest_divisor_within(std::size_t n, std::size_t m) {
+  if (n <= m) return n;
+  std::size_t best = 1;
+  for (std::size_t i = 1; i * i <= n; ++i)
+    if (n % i == 0) {
+      if (n / i <= m) return n / i;
+      if (i <= m) best = i;
+    }
+  return best;
+}
+
 /// The bookkeeping of a fused loop's rows over leaves ls[0 .. n): compiled once.
 struct rows {
   CTFLOW_OUTLINE static bool full(leaf_layout* const* ls, std::size_t n, const std::size_t* od, int r) {
@@ -189,8 +209,7 @@ struct rows {
   CTFLOW_OUTLINE static void lay_out(leaf_layout* const* ls, std::size_t n, const std::size_t* d, int r,
                                         function_ref<void(const std::size_t*)> run) {
     if (r >= 2 && d[r - 1] >= 2 && d[r - 1] <= merged_row / 2) {
-      std::size_t g = merged_row / d[r - 1];
-      while (d[r - 2] % g != 0) --g;
+      const std::size_t g = largest_divisor_within(d[r - 2], merged_row / d[r - 1]);
       std::array<leaf_layout::merging, 64> how{};
       bool ok = g > 1 && n <= how.size();
       for (std::size_t i = 0, tiled = 0; ok && i < n; ++i) {
