@@ -102,6 +102,36 @@ TEST_CASE("Winograd F(2x2, 3x3): conv2d and both gradients match their definitio
   REQUIRE(std::equal(df1.data(), df1.data() + df1.size(), df3.data()));
 }
 
+TEST_CASE("Winograd's kept filter transforms follow every write to the filters") {
+  // One 6 x 7 image is 12 tiles: few enough that forward keeps the filters' transform between
+  // calls, and serves it only while the filters are byte for byte those it was made from.
+  using kept = backend::cpu::winograd::kept_filters<float>;
+  Tensor<float, Shape<1, 6, 7, 16>> x = random_normal<float, Shape<1, 6, 7, 16>>(71, 0.0, 1.0);
+  Tensor<float, Shape<3, 3, 16, 32>> f = random_normal<float, Shape<3, 3, 16, 32>>(72, 0.0, 1.0);
+  Tensor<float, Shape<3, 3, 16, 32>> g = random_normal<float, Shape<3, 3, 16, 32>>(73, 0.0, 1.0);
+  const auto conv = [&](const auto& w) { return eval(nn::conv2d<nn::SAME>(x, w)); };
+  const auto check = [&](const auto& w) { require_equal(conv(w), naive_conv(x, w, 1, 1, true), 1e-4); };
+  const std::size_t held = kept::local().held_bytes();
+  check(f);
+  REQUIRE(kept::local().held_bytes() > held);  // the transform is kept
+  check(f);
+  const auto before = conv(f);
+  f.data()[5] += 1.0f;  // a write through the tensor's memory
+  check(f);
+  const auto after = conv(f);
+  REQUIRE_FALSE(std::equal(after.data(), after.data() + after.size(), before.data()));
+  const std::span<float> taken = f.flat();  // a view taken before the calls, written after one
+  check(f);
+  taken[f.size() - 1] = -3.0f;
+  check(f);
+  check(g);  // other filters, then the first again
+  check(f);
+  f = g * 2.0f;  // a whole new value in the same memory
+  check(f);
+  Tensor<float, Shape<3, 3, 16, 32>> copy = f;  // equal filters elsewhere
+  check(copy);
+}
+
 TEST_CASE("conv2d's gradients (input and filter) match finite differences") {
   Tensor<double, Shape<2, 5, 6, 2>> x = random_normal<double, Shape<2, 5, 6, 2>>(31, 0.0, 1.0);
   Tensor<double, Shape<3, 2, 2, 3>> f = random_normal<double, Shape<3, 2, 2, 3>>(32, 0.0, 1.0);

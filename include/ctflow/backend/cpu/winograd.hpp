@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <vector>
 
 #include <ctflow/detail/buffer.hpp>
 #include <ctflow/backend/cpu/conv.hpp>
@@ -49,11 +51,14 @@ template <class T> bool suits(const geometry& g) {
          g.ow > 0 && g.n > 0;
 }
 
-/// Tiles per chunk, for cp and op channels (whole vectors) in and out: at most 64, fewer where the
-/// chunk's 16 transformed [tiles x cp] inputs and [tiles x op] products would take more than half
-/// of L2. (The Fashion-MNIST CNN's second convolution runs at the same speed from 16 to 64.)
-template <class T> std::size_t chunk_tiles(std::size_t cp, std::size_t op) {
-  return std::clamp<std::size_t>(gemm::l2_bytes / 2 / (16 * (cp + op) * sizeof(T)), 4, 64);
+/// Tiles per chunk, for cp and op channels (whole vectors) in and out: at most `most`, fewer
+/// where the chunk's 16 transformed [tiles x cp] inputs and [tiles x op] products would take more
+/// than half of L2. A small forward pass (keeps_filters) takes at most 16: alone, the
+/// Fashion-MNIST CNN's second convolution runs at the same speed from 16 to 64, but in the model
+/// at batch 1 the smaller buffers leave more of the dense layer's weights in L2 (a microsecond of
+/// its 28). A large one takes 64 (ResNet's 56 x 56 x 64 at batch 32 runs 1-2 % faster).
+template <class T> std::size_t chunk_tiles(std::size_t cp, std::size_t op, std::size_t most = 64) {
+  return std::clamp<std::size_t>(gemm::l2_bytes / 2 / (16 * (cp + op) * sizeof(T)), 4, most);
 }
 
 /// The filters' transform U = G g G^T, as 16 matrices [c x o] (position-major), of the HWIO
@@ -97,6 +102,62 @@ template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::si
   return transform_filters<T>(c, o, static_cast<const T*>(g.data()));
 }
 
+/// Filter transforms kept between calls, per thread. A convolution over few tiles (a small image
+/// at batch 1) spends as long transforming its filters as multiplying with them, and a model
+/// served call after call would redo the same transform each time. An entry keeps a copy of the
+/// filters it was made from and serves only filters equal to that copy, byte for byte, so no
+/// write to them, by any path, leaves it stale: the address only finds the entry. At most
+/// `limit_bytes` of copies and transforms are kept; the least recently used entry goes first.
+template <class T> class kept_filters {
+ public:
+  static constexpr std::size_t limit_bytes = std::size_t(64) << 20;
+
+  static kept_filters& local() {
+    thread_local kept_filters k;
+    return k;
+  }
+
+  /// U of the HWIO filters w [3][3][c][o], from an entry or made now (and kept, if it fits).
+  const T* get(std::size_t c, std::size_t o, const T* w) {
+    const std::size_t co = c * o;
+    ++clock_;
+    for (entry& e : entries_)
+      if (e.source == w && e.co == co && e.c == c) {
+        if (std::memcmp(e.copy.data(), w, 9 * co * sizeof(T)) != 0) {
+          std::memcpy(static_cast<void*>(e.copy.data()), w, 9 * co * sizeof(T));
+          e.u = transform_filters<T>(c, o, w);
+        }
+        e.used = clock_;
+        return e.u.data();
+      }
+    const std::size_t bytes = 25 * co * sizeof(T);
+    if (bytes > limit_bytes) return nullptr;
+    while (held_ + bytes > limit_bytes) evict();
+    entry e{w, c, co, ctflow::detail::buffer<T>(9 * co, false), transform_filters<T>(c, o, w), clock_};
+    std::memcpy(static_cast<void*>(e.copy.data()), w, 9 * co * sizeof(T));
+    held_ += bytes;
+    entries_.push_back(std::move(e));
+    return entries_.back().u.data();
+  }
+  /// Bytes of copies and transforms kept.
+  std::size_t held_bytes() const { return held_; }
+
+ private:
+  struct entry {
+    const T* source;
+    std::size_t c, co;
+    ctflow::detail::buffer<T> copy, u;
+    std::size_t used;
+  };
+  void evict() {
+    const auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const entry& a, const entry& b) { return a.used < b.used; });
+    held_ -= 25 * oldest->co * sizeof(T);
+    entries_.erase(oldest);
+  }
+  std::vector<entry> entries_;
+  std::size_t held_ = 0, clock_ = 0;
+};
+
 /// The tiles of g's output: th x tw per image, counted image by image, row by row.
 struct tiling {
   std::size_t th, tw, count;
@@ -113,6 +174,10 @@ struct tiling {
     }
   }
 };
+
+/// Whether a forward pass of g keeps its filters' transform (kept_filters): where the tiles are
+/// few, so that the transform is a notable part of the call (a small image at a small batch).
+inline bool keeps_filters(const geometry& g) { return tiling(g).count <= 256; }
 
 /// B^T d B of one 4 x 4 input tile, pixel (i, j)'s c channels at at(i, j), into v + pos * vs
 /// (pos = 4 i + j of the transform), a vector of channels at a time.
@@ -210,7 +275,7 @@ template <class T> void forward(const geometry& g, const T* x, const T* u, T* y)
   const tiling tl(g);
   // Positions lie a vector more than a chunk apart, so that the 16 streams of a transform do not
   // fall into the same sets of L1.
-  const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), chunk = chunk_tiles<T>(cp, op), vs = chunk * cp + L, ms = chunk * op + L;
+  const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), chunk = chunk_tiles<T>(cp, op, keeps_filters(g) ? 16 : 64), vs = chunk * cp + L, ms = chunk * op + L;
   // Threads take tiles in multiples of 8, so that every tile meets the same row tile of
   // gemm::small (and so sums in the same order) as on one thread.
   parallel_for(tl.count, chunk, 8, [&](std::size_t tb, std::size_t te) {

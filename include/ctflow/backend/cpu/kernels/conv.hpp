@@ -41,7 +41,10 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
   }
 
   void by_winograd(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
-    const auto u = winograd::transform_filters<T>(g.c, g.o, static_cast<const T*>(f.data));  // HWIO: the layout it reads
+    const T* w = f.data;  // HWIO: the layout the transform reads
+    if (winograd::keeps_filters(g))
+      if (const T* u = winograd::kept_filters<T>::local().get(g.c, g.o, w)) return winograd::forward(g, x.data, u, out);
+    const auto u = winograd::transform_filters<T>(g.c, g.o, w);
     winograd::forward(g, x.data, u.data(), out);
   }
   void by_direct(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
