@@ -52,15 +52,6 @@ template <class T, class S, class D, class E> constexpr bool check_store() {
   }
 }
 
-/// Does e read any memory in [b, end)?
-template <class E> bool reads_memory(const E& e, const void* b, const void* end) {
-  if constexpr (is_leaf_v<E>) {
-    return static_cast<const void*>(e.data()) < end && b < static_cast<const void*>(e.data() + e.size());
-  } else {
-    return expr::any_operand(e, [&](const auto& o) { return reads_memory(o, b, end); });
-  }
-}
-
 /// Does any tensor read by e share memory with [b, end) in a way element-wise order cannot
 /// tolerate (through a view, a boundary, or with other extents)?
 template <class E, std::size_t R> bool unsafe_alias(const E& e, const void* b, const void* end, const dims_t<R>& d) {
@@ -73,7 +64,7 @@ template <class E, std::size_t R> bool unsafe_alias(const E& e, const void* b, c
   } else if constexpr (expr::is_elementwise<std::remove_cvref_t<E>>::value) {
     return expr::any_operand(e, [&](const auto& o) { return unsafe_alias(o, b, end, d); });
   } else {
-    return reads_memory(e, b, end);
+    return expr::reads_memory(e, b, end);
   }
 }
 

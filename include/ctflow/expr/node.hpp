@@ -88,4 +88,13 @@ template <class N, class P> bool any_operand(const N& n, P&& pred) {
   return apply_operands(n, [&](const auto&... o) { return (pred(o) || ...); });
 }
 
+/// Does e read any memory in [b, end)?
+template <class E> bool reads_memory(const E& e, const void* b, const void* end) {
+  if constexpr (is_leaf_v<E>) {
+    return static_cast<const void*>(e.data()) < end && b < static_cast<const void*>(e.data() + e.size());
+  } else {
+    return any_operand(e, [&](const auto& o) { return reads_memory(o, b, end); });
+  }
+}
+
 }  // namespace ctflow::expr

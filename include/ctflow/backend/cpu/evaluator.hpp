@@ -5,6 +5,7 @@
 // (leaves, views, computed results) also expose their memory as a strided_view. A boundary's
 // result comes from its CPU kernel, kernel<Op> (kernels/<family>.hpp).
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <tuple>
@@ -144,6 +145,42 @@ template <class C, class A, class B> struct select_cursor {
 
 // ---- materialising --------------------------------------------------------------------------
 
+/// The destination of an assignment, offered to the first boundary that the root reaches through
+/// element-wise nodes alone and that has the destination's dtype and extents (the convolution
+/// of `relu(conv2d(x, f) + b)`): its kernel writes into the destination, and the fused loop then
+/// reads each element there before it writes it. A layer's pre-activation thus takes no memory of
+/// its own, nor room in the cache beside the next layer's weights. assign() makes the offer only
+/// where the expression reads no memory of the destination; it is withdrawn while a boundary's
+/// operands, a view's operand and a kernel are evaluated (they read at other positions).
+struct destination_offer {
+  const void* dtype;  // &dtype_tag<T>
+  void* data;
+  const std::size_t* dims;
+  std::size_t rank;
+};
+template <class T> inline constexpr char dtype_tag = 0;
+inline thread_local destination_offer* offered = nullptr;
+
+/// Makes offer o (none: withdraws the offer) for its lifetime.
+class offer_scope {
+ public:
+  explicit offer_scope(destination_offer* o = nullptr) : saved_(std::exchange(offered, o)) {}
+  ~offer_scope() { offered = saved_; }
+  offer_scope(const offer_scope&) = delete;
+  offer_scope& operator=(const offer_scope&) = delete;
+
+ private:
+  destination_offer* saved_;
+};
+
+/// The offered destination if it has dtype T and extents d, taken (no other boundary gets it).
+template <class T, std::size_t R> T* take_offer(const dims_t<R>& d) {
+  destination_offer* o = offered;
+  if (!o || o->dtype != &dtype_tag<T> || o->rank != R || !std::equal(d.begin(), d.end(), o->dims)) return nullptr;
+  offered = nullptr;
+  return static_cast<T*>(o->data);
+}
+
 template <class Ev> concept addressable = requires(const Ev& ev) { ev.view(); };
 
 /// Memory holding the value of an expression: the operand's own memory when it has some (and it
@@ -156,7 +193,12 @@ template <class E, bool Contiguous> struct source {
   detail::buffer<T> tmp;
   strided_view<T, R> v;
 
-  explicit source(const N& e) : ev(e) {
+  /// (The offer is withdrawn until the operand is evaluated: the scope is a temporary of the
+  /// delegation, which ends when the constructor it delegates to returns.)
+  explicit source(const N& e) : source(e, offer_scope{}) {}
+
+ private:
+  source(const N& e, const offer_scope&) : ev(e) {
     if constexpr (addressable<decltype(ev)>) {
       v = ev.view();
       if (!Contiguous || v.contiguous()) return;
@@ -261,10 +303,12 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu
  private:
   template <class U, class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, U saved, const Src&... srcs) {
     const auto d = n.dims();
+    if (!dest) dest = backend::cpu::take_offer<T>(d);
     if (!dest) {
       out = cpu::buffer<T>(product(d), false);
       dest = out.data();
     }
+    const backend::cpu::offer_scope withdrawn;
     auto compute = [&] {
       const backend::cpu::kernel<K> kernel{n.k};
       if constexpr (std::is_same_v<U, std::nullptr_t>) kernel.run(dest, srcs.v...);
@@ -312,6 +356,8 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
   if constexpr (expr::is_computed<N>::value) {
     evaluator<N> ev(e, out);
   } else {
+    destination_offer offer{&dtype_tag<T>, out, d.data(), R};
+    const offer_scope scope(expr::reads_memory(e, out, out + product(d)) ? nullptr : &offer);
     evaluator<N> ev(e);
     if (detail::profile::on()) execute_observed(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
     else execute(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
