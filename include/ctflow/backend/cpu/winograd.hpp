@@ -110,7 +110,7 @@ template <class T, class At> ctflow::detail::buffer<T> transform_filters(std::si
 /// `limit_bytes` of copies and transforms are kept; the least recently used entry goes first.
 template <class T> class kept_filters {
  public:
-  static constexpr std::size_t limit_bytes = std::size_t(64) << 20;
+  static constexpr std::size_t limit_bytes = std::size_t(16) << 20;
 
   static kept_filters& local() {
     thread_local kept_filters k;
