@@ -93,7 +93,9 @@ template <class E> bool reads_memory(const E& e, const void* b, const void* end)
   if constexpr (is_leaf_v<E>) {
     return static_cast<const void*>(e.data()) < end && b < static_cast<const void*>(e.data() + e.size());
   } else {
-    return any_operand(e, [&](const auto& o) { return reads_memory(o, b, end); });
+    // (One lambda per node, not any_operand's three: assignments instantiate this for every node.)
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return (reads_memory(nth_operand<I>(e), b, end) || ...); }(
+        std::make_index_sequence<arity_v<E>>{});
   }
 }
 

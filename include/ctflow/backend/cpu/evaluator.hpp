@@ -150,8 +150,9 @@ template <class C, class A, class B> struct select_cursor {
 /// of `relu(conv2d(x, f) + b)`): its kernel writes into the destination, and the fused loop then
 /// reads each element there before it writes it. A layer's pre-activation thus takes no memory of
 /// its own, nor room in the cache beside the next layer's weights. assign() makes the offer only
-/// where the expression reads no memory of the destination; it is withdrawn while a boundary's
-/// operands, a view's operand and a kernel are evaluated (they read at other positions).
+/// where the expression reads no memory of the destination; it is withdrawn while the operands of
+/// a boundary or a view are evaluated (`source`) and while a kernel runs (they read at other
+/// positions).
 struct destination_offer {
   const void* dtype;  // &dtype_tag<T>
   void* data;
@@ -159,7 +160,12 @@ struct destination_offer {
   std::size_t rank;
 };
 template <class T> inline constexpr char dtype_tag = 0;
-inline thread_local destination_offer* offered = nullptr;
+constinit inline thread_local destination_offer* offered = nullptr;
+
+/// Withdraws the offer, returning it (to be put back with restore_offer). Out of line, as below:
+/// every boundary's evaluator calls them, and their code is the same for all.
+CTFLOW_OUTLINE inline destination_offer* withdraw_offer() { return std::exchange(offered, nullptr); }
+CTFLOW_OUTLINE inline void restore_offer(destination_offer* o) { offered = o; }
 
 /// Makes offer o (none: withdraws the offer) for its lifetime.
 class offer_scope {
@@ -173,12 +179,27 @@ class offer_scope {
   destination_offer* saved_;
 };
 
-/// The offered destination if it has dtype T and extents d, taken (no other boundary gets it).
-template <class T, std::size_t R> T* take_offer(const dims_t<R>& d) {
+/// Whether a boundary of dtype T and rank R lies under N through element-wise nodes alone (a type
+/// test: assign() looks for the destination among the expression's leaves only where one does).
+template <class N, class T, std::size_t R> struct reaches_boundary : std::false_type {};
+template <class K, class... Ops, class T, std::size_t R>
+struct reaches_boundary<expr::Computed<K, Ops...>, T, R>
+    : std::bool_constant<std::is_same_v<typename K::value_type, T> && std::size_t(K::shape_type::rank) == R> {};
+template <class F, class E, class T, std::size_t R>
+struct reaches_boundary<expr::Unary<F, E>, T, R> : reaches_boundary<std::remove_cvref_t<E>, T, R> {};
+template <class F, class L, class Rt, class T, std::size_t R> struct reaches_boundary<expr::Binary<F, L, Rt>, T, R>
+    : std::bool_constant<reaches_boundary<std::remove_cvref_t<L>, T, R>::value || reaches_boundary<std::remove_cvref_t<Rt>, T, R>::value> {};
+template <class C, class A, class B, class T, std::size_t R> struct reaches_boundary<expr::Select<C, A, B>, T, R>
+    : std::bool_constant<reaches_boundary<std::remove_cvref_t<C>, T, R>::value || reaches_boundary<std::remove_cvref_t<A>, T, R>::value ||
+                         reaches_boundary<std::remove_cvref_t<B>, T, R>::value> {};
+
+/// The offered destination if it has this dtype (&dtype_tag<T>), rank r and extents d, taken (no
+/// other boundary gets it); null otherwise.
+CTFLOW_OUTLINE inline void* take_offer(const void* dtype, std::size_t r, const std::size_t* d) {
   destination_offer* o = offered;
-  if (!o || o->dtype != &dtype_tag<T> || o->rank != R || !std::equal(d.begin(), d.end(), o->dims)) return nullptr;
+  if (!o || o->dtype != dtype || o->rank != r || !std::equal(d, d + r, o->dims)) return nullptr;
   offered = nullptr;
-  return static_cast<T*>(o->data);
+  return o->data;
 }
 
 template <class Ev> concept addressable = requires(const Ev& ev) { ev.view(); };
@@ -189,16 +210,13 @@ template <class E, bool Contiguous> struct source {
   using N = std::remove_cvref_t<E>;
   using T = value_t<E>;
   static constexpr std::size_t R = std::size_t(rank_v<E>);
+  destination_offer* held = withdraw_offer();  // while ev is made
   evaluator<N> ev;
   detail::buffer<T> tmp;
   strided_view<T, R> v;
 
-  /// (The offer is withdrawn until the operand is evaluated: the scope is a temporary of the
-  /// delegation, which ends when the constructor it delegates to returns.)
-  explicit source(const N& e) : source(e, offer_scope{}) {}
-
- private:
-  source(const N& e, const offer_scope&) : ev(e) {
+  explicit source(const N& e) : ev(e) {
+    restore_offer(held);
     if constexpr (addressable<decltype(ev)>) {
       v = ev.view();
       if (!Contiguous || v.contiguous()) return;
@@ -303,12 +321,14 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu
  private:
   template <class U, class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, U saved, const Src&... srcs) {
     const auto d = n.dims();
-    if (!dest) dest = backend::cpu::take_offer<T>(d);
+    if (!dest) dest = static_cast<T*>(backend::cpu::take_offer(&backend::cpu::dtype_tag<T>, R, d.data()));
     if (!dest) {
       out = cpu::buffer<T>(product(d), false);
       dest = out.data();
     }
-    const backend::cpu::offer_scope withdrawn;
+    // Withdrawn while the kernel runs, put back after (if untaken) for the next boundary. No
+    // scope object: a throw leaves it withdrawn until assign()'s scope ends.
+    backend::cpu::destination_offer* const held = backend::cpu::withdraw_offer();
     auto compute = [&] {
       const backend::cpu::kernel<K> kernel{n.k};
       if constexpr (std::is_same_v<U, std::nullptr_t>) kernel.run(dest, srcs.v...);
@@ -321,6 +341,7 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu
     } else {
       compute();
     }
+    backend::cpu::restore_offer(held);
     v = expr::strided_view<T, R>{dest, d, row_major_strides(d)};
   }
 };
@@ -357,7 +378,9 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
     evaluator<N> ev(e, out);
   } else {
     destination_offer offer{&dtype_tag<T>, out, d.data(), R};
-    const offer_scope scope(expr::reads_memory(e, out, out + product(d)) ? nullptr : &offer);
+    bool may_offer = false;
+    if constexpr (reaches_boundary<N, T, R>::value) may_offer = !expr::reads_memory(e, out, out + product(d));
+    const offer_scope scope(may_offer ? &offer : nullptr);
     evaluator<N> ev(e);
     if (detail::profile::on()) execute_observed(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
     else execute(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
