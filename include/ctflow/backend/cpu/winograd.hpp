@@ -277,8 +277,10 @@ template <class T> void forward(const geometry& g, const T* x, const T* u, T* y)
   // fall into the same sets of L1.
   const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), chunk = chunk_tiles<T>(cp, op, keeps_filters(g) ? 16 : 64), vs = chunk * cp + L, ms = chunk * op + L;
   // Threads take tiles in multiples of 8, so that every tile meets the same row tile of
-  // gemm::small (and so sums in the same order) as on one thread.
-  parallel_for(tl.count, chunk, 8, [&](std::size_t tb, std::size_t te) {
+  // gemm::small (and so sums in the same order) as on one thread; a task takes at least a chunk
+  // and task_work's worth of transformed inputs and products, so that a small call (the CNN's
+  // 36 tiles at batch 1) stays on one thread.
+  parallel_for(tl.count, std::max(chunk, grain_for(16 * (cp + op))), 8, [&](std::size_t tb, std::size_t te) {
     ctflow::detail::buffer<T> vbuf(16 * vs + cp, false), mbuf(16 * ms, false);
     T* const v = vbuf.data();
     T* const m = mbuf.data();
