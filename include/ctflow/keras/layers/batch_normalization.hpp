@@ -63,7 +63,7 @@ struct BatchNormalization {
     /// statistics toward them (once per evaluation: a model's call records it once).
     template <class X, class Training> auto call(const X& x, Training training) const {
       if constexpr (training) {
-        auto y = std::get<0>(nn::fused_batch_norm(x, gamma, beta, epsilon));
+        auto y = nn::detail::batch_norm_node(x, gamma, beta, epsilon);
         y.k.moving = {const_cast<T*>(moving_mean.data()), const_cast<T*>(moving_variance.data()), momentum};
         return y;
       } else {

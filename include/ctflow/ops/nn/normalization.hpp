@@ -115,7 +115,9 @@ template <class T, class SX, class SC> struct batch_norm_scale_grad_op {
   batch_norm_geometry g{};
 };
 
-template <class X, class S, class O> auto fused_batch_norm_nhwc(X&& x, S&& scale, O&& offset, double epsilon) {
+/// The normalizing node alone (channels last): y = (x - mean) * inv_std * scale + offset with the
+/// batch's statistics, one kernel. Keras's BatchNormalization builds this and nothing else.
+template <class X, class S, class O> auto batch_norm_node(X&& x, S&& scale, O&& offset, double epsilon) {
   using T = value_t<X>;
   using SX = shape_t<X>;
   constexpr std::size_t R = std::size_t(SX::rank);
@@ -132,15 +134,23 @@ template <class X, class S, class O> auto fused_batch_norm_nhwc(X&& x, S&& scale
   batch_norm_op<T, SX> k;
   k.out_dims = d;
   k.g = {product(d) / std::max<std::size_t>(d[R - 1], 1), d[R - 1], epsilon};
-  // The statistics, for the moving averages: TensorFlow returns the variance with Bessel's
-  // correction, n / (n - 1).
+  return expr::make_computed(k, std::forward<X>(x), std::forward<S>(scale), std::forward<O>(offset));
+}
+
+/// The node and the batch's statistics, for the moving averages: TensorFlow returns the variance
+/// with Bessel's correction, n / (n - 1).
+template <class X, class S, class O> auto fused_batch_norm_nhwc(X&& x, S&& scale, O&& offset, double epsilon) {
+  using T = value_t<X>;
+  constexpr std::size_t R = std::size_t(rank_v<X>);
+  const auto scale_dims = scale.dims();
+  auto y = batch_norm_node(x, std::forward<S>(scale), std::forward<O>(offset), epsilon);
+  const double n = double(y.k.g.rows), bessel = n > 1 ? n / (n - 1) : 1.0;
   constexpr auto leading = []<std::size_t... I>(std::index_sequence<I...>) { return std::integer_sequence<int, int(I)...>{}; }(std::make_index_sequence<R - 1>{});
-  const double n = double(k.g.rows), bessel = n > 1 ? n / (n - 1) : 1.0;
   auto stats = [&]<int... A>(std::integer_sequence<int, A...>) {
-    auto [mean, variance] = moments<A...>(x);
-    return std::tuple{reshape<shape_t<S>>(mean, scale.dims()), reshape<shape_t<S>>(variance * T(bessel), scale.dims())};
+    auto [mean, variance] = moments<A...>(std::forward<X>(x));
+    return std::tuple{reshape<shape_t<S>>(mean, scale_dims), reshape<shape_t<S>>(variance * T(bessel), scale_dims)};
   }(leading);
-  return std::tuple_cat(std::tuple{expr::make_computed(k, std::forward<X>(x), std::forward<S>(scale), std::forward<O>(offset))}, std::move(stats));
+  return std::tuple_cat(std::tuple{std::move(y)}, std::move(stats));
 }
 
 }  // namespace detail
