@@ -4,10 +4,10 @@
 // adjoints of a shared value before sending them further, and accumulates at the variables.
 
 #include <array>
-#include <optional>
 #include <tuple>
 
 #include <ctflow/autodiff/forward.hpp>
+#include <ctflow/core/maybe.hpp>
 
 namespace ctflow {
 
@@ -16,7 +16,7 @@ namespace autodiff {
 template <class WS, class... V> struct accumulator {
   WS* ws;
   std::tuple<const V*...> targets;
-  std::tuple<std::optional<Tensor<value_t<V>, shape_t<V>, device_t<V>>>...> grads;
+  std::tuple<maybe<Tensor<value_t<V>, shape_t<V>, device_t<V>>>...> grads;
 
   template <class E> static constexpr bool may_reach() { return (holds_leaf<E, V>() || ...); }
 

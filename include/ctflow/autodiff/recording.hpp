@@ -7,7 +7,6 @@
 /// Jacobian product. Keras's layers train through it: the forward pass of a layer records, the
 /// backward pass sends the adjoint of its output back to its input and its weights.
 
-#include <optional>
 #include <tuple>
 
 #include <ctflow/autodiff/backward.hpp>
@@ -20,9 +19,9 @@ template <class E, class... V> class recording {
  public:
   using value_type = value_t<E>;
   using device = device_of<E>;
-  /// @brief One optional tensor per leaf asked for: empty when none was asked for, or when the
+  /// @brief One maybe<Tensor> per leaf asked for: empty when none was asked for, or when the
   /// expression does not reach it.
-  using gradients = std::tuple<std::optional<Tensor<value_t<V>, shape_t<V>, device_t<V>>>...>;
+  using gradients = std::tuple<maybe<Tensor<value_t<V>, shape_t<V>, device_t<V>>>...>;
 
   /// @brief Evaluates e into out (e's extents, contiguous), keeping its boundaries' values.
   recording(E e, value_type* out) : expr_(std::move(e)), frozen_(freeze_into(expr_, ws_, out)) {}

@@ -30,7 +30,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -38,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include <ctflow/core/maybe.hpp>
 #include <ctflow/ctflow.hpp>
 #include <ctflow/keras/activations.hpp>
 #include <ctflow/keras/detail/reflect.hpp>
@@ -262,30 +262,64 @@ template <class L> concept custom_layer = !lists_weights<L> && std::is_aggregate
 /// The fields of custom layer l (its base takes an initializer but has none).
 template <class L> auto custom_fields(L& l) { return fields<fields_count<std::remove_const_t<L>>() - 1>(l); }
 
-template <class L> auto weights_of(L& l);
-template <class F> auto own_weights(F& f) {
-  if constexpr (is_variable_type<std::remove_const_t<F>>::value) return std::tie(f);
-  else return std::tuple<>();
-}
-template <class F> auto sub_weights(F& f) {
-  if constexpr (sublayer_field<std::remove_const_t<F>>) return weights_of(f.layer);
-  else return std::tuple<>();
-}
-/// The weights of built layer l, as a tuple of references: its weights() for a built-in layer;
-/// for a custom layer, its own Variables, then its sub-layers' weights, in field order.
-template <class L> auto weights_of(L& l) {
-  if constexpr (lists_weights<L>) return l.weights();
-  else {
-    static_assert(custom_layer<L>,
-                  "ctflow::keras: a layer lists its weights (weights()) or is a custom layer: an aggregate over keras::Layer<Spec, T, In>");
-    return std::apply([](auto&... f) { return std::tuple_cat(own_weights(f)..., sub_weights(f)...); }, custom_fields(l));
-  }
-}
+/// Tuples' element types joined: std::tuple_cat's type, without instantiating tuple_cat (whose
+/// machinery costs the compiler megabytes for a custom layer's dozen weights).
+template <class... T> struct tuple_join { using type = std::tuple<>; };
+template <class... A> struct tuple_join<std::tuple<A...>> { using type = std::tuple<A...>; };
+template <class... A, class... B, class... Rest> struct tuple_join<std::tuple<A...>, std::tuple<B...>, Rest...> : tuple_join<std::tuple<A..., B...>, Rest...> {};
+
+/// The weights of built layer L (const or not) as a tuple of references: the type of its
+/// weights() for a built-in layer; for a custom layer, its own Variables, then its sub-layers'
+/// weights, in field order.
+template <class L> struct weight_list;
+template <class F> struct own_weight { using type = std::tuple<>; };
+template <class F> requires is_variable_type<std::remove_const_t<F>>::value struct own_weight<F> { using type = std::tuple<F&>; };
+template <class F> struct sub_weight { using type = std::tuple<>; };
+template <class F> requires sublayer_field<std::remove_const_t<F>> struct sub_weight<F> {
+  using sub = typename std::remove_const_t<F>::layer_type;
+  using type = typename weight_list<std::conditional_t<std::is_const_v<F>, const sub, sub>>::type;
+};
+template <class Fields> struct field_weights;
+template <class... F> struct field_weights<std::tuple<F&...>> {
+  using type = typename tuple_join<typename own_weight<F>::type..., typename sub_weight<F>::type...>::type;
+};
+template <class L> struct weight_list { using type = decltype(std::declval<std::remove_const_t<L>&>().weights()); };
+template <class L> requires(!lists_weights<std::remove_const_t<L>>) struct weight_list<L> {
+  static_assert(custom_layer<std::remove_const_t<L>>,
+                "ctflow::keras: a layer lists its weights (weights()) or is a custom layer: an aggregate over keras::Layer<Spec, T, In>");
+  using type = typename field_weights<decltype(custom_fields(std::declval<L&>()))>::type;
+};
 
 /// The types of a built layer's weights, as a tuple of references.
-template <class L> using weights_tuple = decltype(weights_of(std::declval<L&>()));
+template <class L> using weights_tuple = typename weight_list<L>::type;
 
 template <class L> constexpr std::size_t weight_count() { return std::tuple_size_v<weights_tuple<L>>; }
+
+/// The addresses of custom layer l's weights, in weight_list's order, from out on; returns the end.
+template <class L> const void** weight_addresses(L& l, const void** out) {
+  if constexpr (lists_weights<std::remove_const_t<L>>) {
+    std::apply([&](auto&... w) { ((*out++ = &w), ...); }, const_cast<std::remove_const_t<L>&>(l).weights());
+  } else {
+    auto f = custom_fields(l);
+    std::apply([&](auto&... x) { ([&] { if constexpr (is_variable_type<std::remove_cvref_t<decltype(x)>>::value) *out++ = &x; }(), ...); }, f);
+    std::apply([&](auto&... x) { ([&] { if constexpr (sublayer_field<std::remove_cvref_t<decltype(x)>>) out = weight_addresses(x.layer, out); }(), ...); }, f);
+  }
+  return out;
+}
+
+/// The weights of built layer l, as a tuple of references (weights_tuple<L>).
+template <class L> weights_tuple<L> weights_of(L& l) {
+  if constexpr (lists_weights<std::remove_const_t<L>>) {
+    return l.weights();
+  } else {
+    using W = weights_tuple<L>;
+    const void* at[std::tuple_size_v<W> + 1];
+    weight_addresses(l, at);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return W(*static_cast<std::remove_reference_t<std::tuple_element_t<I, W>>*>(const_cast<void*>(at[I]))...);
+    }(std::make_index_sequence<std::tuple_size_v<W>>{});
+  }
+}
 
 template <class L, std::size_t... I> constexpr std::size_t param_count(std::index_sequence<I...>) {
   return (std::size_t(0) + ... + static_size<std::remove_cvref_t<std::tuple_element_t<I, weights_tuple<L>>>>());
@@ -296,23 +330,25 @@ inline const regularizers::Regularizer& no_regularizer() {
   static const regularizers::Regularizer none{};
   return none;
 }
-template <class L> auto regularizers_of(const L& l);
-template <class F> auto own_regularizers(const F&) {
-  if constexpr (is_variable_type<F>::value) return std::tie(no_regularizer());
-  else return std::tuple<>();
-}
-template <class F> auto sub_regularizers(const F& f) {
-  if constexpr (sublayer_field<F>) return regularizers_of(f.layer);
-  else return std::tuple<>();
-}
-/// The regularizers of l's weights, parallel to weights_of(l).
-template <class L> auto regularizers_of(const L& l) {
+/// The regularizers of l's weights from out on, parallel to weights_of(l); returns the end.
+template <class L> const regularizers::Regularizer** regularizer_addresses(const L& l, const regularizers::Regularizer** out) {
   if constexpr (lists_weights<L>) {
-    if constexpr (requires { l.weight_regularizers(); }) return l.weight_regularizers();
-    else return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tie((void(I), no_regularizer())...); }(std::make_index_sequence<weight_count<L>()>{});
+    if constexpr (requires { l.weight_regularizers(); }) std::apply([&](const auto&... r) { ((*out++ = &r), ...); }, l.weight_regularizers());
+    else
+      for (std::size_t i = 0; i < weight_count<L>(); ++i) *out++ = &no_regularizer();
   } else {
-    return std::apply([](const auto&... f) { return std::tuple_cat(own_regularizers(f)..., sub_regularizers(f)...); }, custom_fields(l));
+    auto f = custom_fields(l);
+    std::apply([&](const auto&... x) { ([&] { if constexpr (is_variable_type<std::remove_cvref_t<decltype(x)>>::value) *out++ = &no_regularizer(); }(), ...); }, f);
+    std::apply([&](const auto&... x) { ([&] { if constexpr (sublayer_field<std::remove_cvref_t<decltype(x)>>) out = regularizer_addresses(x.layer, out); }(), ...); }, f);
   }
+  return out;
+}
+/// The regularizers of l's weights, parallel to weights_of(l) (one per weight, no_regularizer()
+/// for a weight that has none).
+template <class L> std::array<const regularizers::Regularizer*, weight_count<L>()> regularizers_of(const L& l) {
+  std::array<const regularizers::Regularizer*, weight_count<L>()> r{};
+  regularizer_addresses(l, r.data());
+  return r;
 }
 
 /// Whether each weight of l trains: its own flag and, in a custom layer, its sub-layer's.
@@ -404,6 +440,7 @@ template <class R> class lazy_optional {
   }
   explicit operator bool() const { return p_ != nullptr; }
   R* operator->() const { return static_cast<R*>(p_); }
+  R& operator*() const { return *static_cast<R*>(p_); }
 
  private:
   void* p_ = nullptr;
@@ -420,7 +457,7 @@ template <class L, class Mode> struct optional_recording<L, Mode, true> {
 /// The gradients of a call's backward pass: one optional tensor per input, then one per weight.
 template <class Inputs, class W> struct gradients_of;
 template <class... In, class... W> struct gradients_of<std::tuple<In...>, std::tuple<W&...>> {
-  using type = std::tuple<std::optional<Tensor<value_t<In>, shape_t<In>>>..., std::optional<Tensor<value_t<W>, shape_t<W>>>...>;
+  using type = std::tuple<maybe<Tensor<value_t<In>, shape_t<In>>>..., maybe<Tensor<value_t<W>, shape_t<W>>>...>;
 };
 
 /// Whether L computes its own backward pass (forward / backward members taking a `call_state`,
@@ -555,6 +592,7 @@ template <class L> class layer_call {
   /// inputs whose flag in want_input is set. `name` is the layer's, for errors.
   gradient_tensors& backward(L& layer, bool trainable, const output_view& dy, const std::array<bool, arity>& want_input, const std::string& name) {
     if (!trained_) throw value_error("ctflow::keras: " + name + ": backward without a training forward pass");
+    gradient_tensors& grads = gradients();
     std::array<bool, detail::weight_count<L>() + 1> trains{};
     detail::weight_trains(layer, trainable, trains.data());
     auto targets = [&]<std::size_t... I, std::size_t... W>(std::index_sequence<I...>, std::index_sequence<W...>) {
@@ -563,16 +601,21 @@ template <class L> class layer_call {
     }(std::make_index_sequence<arity>{}, std::make_index_sequence<detail::weight_count<L>()>{});
     detail::each_sublayer(layer, [&](auto& s) { s.begin_backward(this); });
     if constexpr (detail::differentiates_itself<L>) {
-      layer.backward(dy, grads_, targets, state_);
+      layer.backward(dy, grads, targets, state_);
     } else if constexpr (detail::records_inference<L>()) {
-      grads_ = std::apply([&](auto*... t) { return record_ ? record_->gradient(dy, t...) : inference_record_->gradient(dy, t...); }, targets);
+      grads = std::apply([&](auto*... t) { return record_ ? record_->gradient(dy, t...) : inference_record_->gradient(dy, t...); }, targets);
     } else {
-      grads_ = std::apply([&](auto*... t) { return record_->gradient(dy, t...); }, targets);
+      grads = std::apply([&](auto*... t) { return record_->gradient(dy, t...); }, targets);
     }
-    return grads_;
+    [&]<std::size_t... W>(std::index_sequence<W...>) {
+      ((weight_gradients_[W] = std::get<arity + W>(grads) ? std::get<arity + W>(grads)->data() : nullptr), ...);
+    }(std::make_index_sequence<detail::weight_count<L>()>{});
+    return grads;
   }
   /// @brief The gradients of the last backward pass.
-  gradient_tensors& gradients() { return grads_; }
+  gradient_tensors& gradients() { return grads_ ? *grads_ : grads_.emplace(); }
+  /// @brief The memory of each weight's gradient from the last backward pass (null: none).
+  const std::array<const value_type*, detail::weight_count<L>()>& weight_gradients() const { return weight_gradients_; }
 
  private:
   template <class R, class Mode> void record(L& layer, R& into, Mode mode) {
@@ -582,12 +625,15 @@ template <class L> class layer_call {
     trained_ = true;
   }
 
-  std::optional<inputs> xs_;  // the expressions recorded refer to these views
+  maybe<inputs> xs_;  // the expressions recorded refer to these views
   Tensor<value_type, output_shape> out_;
   typename detail::optional_recording<L, training_t, !detail::differentiates_itself<L>>::type record_;
   typename detail::optional_recording<L, inference_t, detail::records_inference<L>()>::type inference_record_;
   typename detail::call_state_of<L>::type state_;
-  gradient_tensors grads_;
+  // Made by the first backward pass (or request): a model that only infers never instantiates
+  // its layers' gradient tensors.
+  detail::lazy_optional<gradient_tensors> grads_;
+  std::array<const value_type*, detail::weight_count<L>()> weight_gradients_{};
   bool trained_ = false;
 };
 
@@ -600,7 +646,7 @@ template <std::size_t First, class L, class G> void add_regularization(L& layer,
     [[maybe_unused]] auto r = regularizers_of(layer);
     ([&] {
       auto& g = std::get<First + I>(grads);
-      const regularizers::Regularizer& reg = std::get<I>(r);
+      const regularizers::Regularizer& reg = *r[I];
       if (g && reg.active()) reg.add_gradient(std::get<I>(w).data(), g->data(), g->size());
     }(), ...);
   }(std::make_index_sequence<weight_count<L>()>{});
@@ -670,6 +716,8 @@ template <class L> class layer_instance {
   /// @brief The gradients of the last backward pass, one per weight (empty when the weight does
   /// not train or was not reached).
   template <std::size_t I> const auto& gradient() const { return std::get<arity + I>(const_cast<layer_call<L>&>(call_).gradients()); }
+  /// @brief The memory of each weight's gradient from the last backward pass (null: none).
+  const auto& weight_gradients() const { return call_.weight_gradients(); }
   /// @brief Calls f(weight, gradient or null) for each weight, in Keras's order.
   template <class F> void each_gradient(F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -697,9 +745,10 @@ template <class L> struct sublayer_slot {
   bool trainable = true, training = false, inference_mode = false, backward_done = false;
 };
 
-/// A sub-layer's calls in one call of its custom layer, and how that call runs.
-template <class L> struct sublayer_calls {
-  std::vector<std::unique_ptr<sublayer_slot<L>>> slots;
+/// A sub-layer's calls in one call of its custom layer (its sublayer_slots, made on the first
+/// such call), and how that call runs.
+struct sublayer_calls {
+  std::vector<void*> slots;
   std::size_t used = 0;
   bool trainable = true, training = false;
 };
@@ -707,18 +756,25 @@ template <class L> struct sublayer_calls {
 /// A sub-layer's calls for each call of its custom layer (keyed by the custom layer's
 /// layer_call: a custom layer shared by two calls of a model, or called twice by another custom
 /// layer, keeps each call's own until its backward pass), and the index of the call being built.
-/// A copy starts empty.
-template <class L> struct sublayer_state {
-  std::vector<std::pair<const void*, sublayer_calls<L>>> tables;  // a model has one or two owners
+/// A copy starts empty. One type for every sub-layer: the slots' type (and with it the
+/// sub-layer's layer_call) is completed only where the sub-layer is called, and `destroy`, set
+/// there, deletes them.
+struct sublayer_state {
+  std::vector<std::pair<const void*, sublayer_calls>> tables;  // a model has one or two owners
   std::size_t current = 0;
+  void (*destroy)(void*) = nullptr;
   sublayer_state() = default;
   sublayer_state(const sublayer_state&) {}
   sublayer_state& operator=(const sublayer_state&) { return *this; }
+  ~sublayer_state() {
+    for (auto& t : tables)
+      for (void* s : t.second.slots) destroy(s);
+  }
   /// The index of owner's table (made on its first call).
   std::size_t index(const void* owner) {
     std::size_t i = 0;
     while (i < tables.size() && tables[i].first != owner) ++i;
-    if (i == tables.size()) tables.emplace_back(owner, sublayer_calls<L>{});
+    if (i == tables.size()) tables.emplace_back(owner, sublayer_calls{});
     return i;
   }
 };
@@ -785,8 +841,12 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
       if (!matches_static<S>(d)) throw_shape_error(("ctflow::keras: " + name).c_str(), "its input is not of the shape it was built for", S::extents, d);
       if (state_.tables.empty()) state_.current = state_.index(nullptr);  // a call outside any model's
       auto& calls = state_.tables[state_.current].second;
-      if (calls.used == calls.slots.size()) calls.slots.push_back(std::make_unique<slot_type>());
-      slot_type& s = *calls.slots[calls.used++];
+      if (calls.used == calls.slots.size()) calls.slots.push_back(nullptr);
+      if (!calls.slots[calls.used]) {
+        state_.destroy = [](void* p) { delete static_cast<slot_type*>(p); };
+        calls.slots[calls.used] = new slot_type();
+      }
+      slot_type& s = *static_cast<slot_type*>(calls.slots[calls.used++]);
       s.trainable = calls.trainable;
       s.training = calls.training || training;
       s.inference_mode = !training;
@@ -813,7 +873,7 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
   /// Starts a backward pass of owner's call.
   void begin_backward(const void* owner) {
     auto& calls = state_.tables[state_.index(owner)].second;
-    for (std::size_t i = 0; i < calls.used; ++i) calls.slots[i]->backward_done = false;
+    for (std::size_t i = 0; i < calls.used; ++i) static_cast<slot_type*>(calls.slots[i])->backward_done = false;
   }
 
   /// Runs call s on input x (memory of extents d) into out.
@@ -846,7 +906,7 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
     s.call.backward(const_cast<layer_type&>(layer), s.trainable, TensorView<const value_type, output_shape>(s.dy.data(), s.dy.dims()), {true}, name);
     s.backward_done = true;
   }
-  mutable detail::sublayer_state<layer_type> state_;
+  mutable detail::sublayer_state state_;
 };
 /// @brief The sub-layer of Spec that takes Prev's output (a sublayer or a built layer).
 template <class Prev, class Spec> using sublayer_after = sublayer<Spec, typename Prev::value_type, typename Prev::output_shape>;

@@ -101,7 +101,7 @@ layer_info<typename L::value_type> describe_layer(L& layer, std::string* name, b
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       [[maybe_unused]] auto w = weights_of(layer);
       [[maybe_unused]] auto r = regularizers_of(layer);
-      (info.weights.push_back(describe_weight<T>(std::get<I>(w), gradient(first + I), std::get<I>(r))), ...);
+      (info.weights.push_back(describe_weight<T>(std::get<I>(w), gradient(first + I), *r[I])), ...);
     }(std::make_index_sequence<weight_count<L>()>{});
     if constexpr (requires { L::cell_class_name; }) {
       info.cell = true;
@@ -132,9 +132,7 @@ layer_info<typename L::value_type> describe_layer(L& layer, std::string* name, b
 
 /// The description of a layer instance, with the gradients of its last backward pass.
 template <class L> auto describe(layer_instance<L>& in) {
-  using T = typename L::value_type;
-  std::array<const T*, weight_count<L>() + 1> g{};
-  in.each_gradient([&, i = std::size_t(0)](auto&, const auto* grad) mutable { g[i++] = grad ? grad->data() : nullptr; });
+  const auto& g = in.weight_gradients();
   return describe_layer(in.layer, &in.name, &in.trainable, [&](std::size_t i) { return g[i]; });
 }
 

@@ -139,7 +139,9 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   template <std::size_t I> std::optional<Tensor<input_value_type, input_shape>> back(const auto& dy, bool input_gradient) {
     auto& layer = std::get<I>(layers_);
     if constexpr (I == 0) {
-      return layer.backward(dy, input_gradient, !trainable);
+      auto dx = layer.backward(dy, input_gradient, !trainable);
+      if (!dx) return std::nullopt;
+      return std::move(*dx);
     } else {
       auto dx = layer.backward(dy, true, !trainable);
       if (!dx) throw value_error("ctflow::keras::Sequential: layer " + layer.name + " gave no gradient for its input");

@@ -197,6 +197,46 @@ TEST_CASE("variables carry a name and update in place") {
   REQUIRE(x(1) == 1.875f);  // ((0.75 * 4 + 1) * 2 - 0.5) / 4
 }
 
+TEST_CASE("maybe holds a value or none: emplace, reset, copies and moves, value() of none throws") {
+  maybe<Tensor<float, Shape<dyn>>> g;
+  CHECK_FALSE(g.has_value());
+  CHECK_FALSE(bool(g));
+  CHECK_THROWS_AS(g.value(), value_error);
+  g.emplace(dims_t<1>{3});
+  REQUIRE(g.has_value());
+  g->data()[1] = 2.f;
+  CHECK(g.value().size() == 3);
+  maybe<Tensor<float, Shape<dyn>>> copy(g);
+  copy->data()[1] = 5.f;
+  CHECK((*g).data()[1] == 2.f);  // a copy holds its own value
+  maybe<Tensor<float, Shape<dyn>>> moved(std::move(copy));
+  REQUIRE(moved.has_value());
+  CHECK(moved->data()[1] == 5.f);
+  g = moved;
+  CHECK(g->data()[1] == 5.f);
+  g = maybe<Tensor<float, Shape<dyn>>>();
+  CHECK_FALSE(g.has_value());
+  // Each value made is destroyed once: by reset, by emplace over it, by the destructor.
+  static int alive = 0;
+  struct counted {
+    counted() { ++alive; }
+    counted(const counted&) { ++alive; }
+    ~counted() { --alive; }
+  };
+  {
+    maybe<counted> c;
+    c.emplace();
+    c.emplace();
+    CHECK(alive == 1);
+    c.reset();
+    CHECK(alive == 0);
+    c.emplace();
+    maybe<counted> d(c);
+    CHECK(alive == 2);
+  }
+  CHECK(alive == 0);
+}
+
 TEST_CASE("printing follows TensorFlow's str()") {
   Tensor<int32_t, Shape<2, 2>> t;
   t(0, 0) = 1; t(0, 1) = 2; t(1, 0) = 3; t(1, 1) = 4;

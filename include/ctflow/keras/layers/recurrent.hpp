@@ -80,7 +80,7 @@ template <class T> void add_column_sums(T* g, const T* z, std::size_t rows, std:
 
 /// The gradient a backward pass writes for a target: a zeroed tensor of the target's extents when
 /// the target is wanted (non-null), else nothing; returns where to accumulate (or null).
-template <class G, class Target> auto* gradient_slot(std::optional<G>& g, const Target* target) {
+template <class G, class Target> auto* gradient_slot(maybe<G>& g, const Target* target) {
   using T = value_t<G>;
   if (!target) {
     g.reset();
