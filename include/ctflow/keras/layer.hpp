@@ -295,7 +295,7 @@ template <class L> using weights_tuple = typename weight_list<L>::type;
 
 template <class L> constexpr std::size_t weight_count() { return std::tuple_size_v<weights_tuple<L>>; }
 
-/// The addresses of custom layer l's weights, in weight_list's order, from out on; returns the end.
+/// The addresses of built layer l's weights, in weight_list's order, from out on; returns the end.
 template <class L> const void** weight_addresses(L& l, const void** out) {
   if constexpr (lists_weights<std::remove_const_t<L>>) {
     std::apply([&](auto&... w) { ((*out++ = &w), ...); }, const_cast<std::remove_const_t<L>&>(l).weights());

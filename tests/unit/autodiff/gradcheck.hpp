@@ -8,9 +8,13 @@
 #include <ctflow/ctflow.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <tuple>
 
 namespace gradcheck {
+
+/// A double tensor of static shape S, uniform in [lo, hi), from a seed.
+template <class S> ctflow::Tensor<double, S> uniform(std::uint64_t seed, double lo = -1, double hi = 1) { return ctflow::random_uniform<double, S>(seed, lo, hi); }
 
 template <class E> double value(const E& loss) {
   const ctflow::Tensor<double, ctflow::Shape<>, ctflow::placed_device_t<ctflow::device_t<E>>> t = loss;

@@ -5,9 +5,7 @@
 
 using namespace ctflow;
 
-namespace {
-template <class S> Tensor<double, S> uniform(std::uint64_t seed, double lo = -1, double hi = 1) { return random_uniform<double, S>(seed, lo, hi); }
-}  // namespace
+using gradcheck::uniform;
 
 TEST_CASE("gradients of gradients: Hessian-vector products") {
   auto x = uniform<Shape<5>>(27);

@@ -4,9 +4,7 @@
 
 using namespace ctflow;
 
-namespace {
-template <class S> Tensor<double, S> uniform(std::uint64_t seed, double lo = -1, double hi = 1) { return random_uniform<double, S>(seed, lo, hi); }
-}  // namespace
+using gradcheck::uniform;
 
 TEST_CASE("reductions: sum, mean, max, min, prod over axes, with keepdims, and full") {
   auto x = uniform<Shape<3, 4, 5>>(1);

@@ -6,9 +6,7 @@
 
 using namespace ctflow;
 
-namespace {
-template <class S> Tensor<double, S> uniform(std::uint64_t seed, double lo = -1, double hi = 1) { return random_uniform<double, S>(seed, lo, hi); }
-}  // namespace
+using gradcheck::uniform;
 
 TEST_CASE("views: reshape, transpose, slice, strided_slice, reverse, broadcast_to, expand_dims, squeeze") {
   auto x = uniform<Shape<3, 4>>(16);
