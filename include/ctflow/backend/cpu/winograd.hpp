@@ -130,7 +130,7 @@ template <class T> class kept_filters {
         e.used = clock_;
         return e.u.data();
       }
-    const std::size_t bytes = 25 * co * sizeof(T);
+    const std::size_t bytes = entry_bytes(co);
     if (bytes > limit_bytes) return nullptr;
     while (held_ + bytes > limit_bytes) evict();
     entry e{w, c, co, ctflow::detail::buffer<T>(9 * co, false), transform_filters<T>(c, o, w), clock_};
@@ -149,9 +149,11 @@ template <class T> class kept_filters {
     ctflow::detail::buffer<T> copy, u;
     std::size_t used;
   };
+  /// What an entry of c * o filter pairs holds: their 3x3 copy and their 4x4 transform.
+  static constexpr std::size_t entry_bytes(std::size_t co) { return (9 + 16) * co * sizeof(T); }
   void evict() {
     const auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const entry& a, const entry& b) { return a.used < b.used; });
-    held_ -= 25 * oldest->co * sizeof(T);
+    held_ -= entry_bytes(oldest->co);
     entries_.erase(oldest);
   }
   std::vector<entry> entries_;
