@@ -70,6 +70,13 @@ template <class E, std::size_t R> bool unsafe_alias(const E& e, const void* b, c
 
 }  // namespace detail
 
+/// @brief The tag of Tensor's constructor that leaves its values unspecified.
+struct uninitialized_t {
+  explicit uninitialized_t() = default;
+};
+/// @brief `Tensor<float, Shape<dyn>> t({n}, uninitialized);`
+inline constexpr uninitialized_t uninitialized{};
+
 /// @brief An owning tensor: dtype T, shape S (static extents checked by the compiler, `dyn` ones
 /// at run time), contiguous row-major memory aligned to 64 bytes.
 ///
@@ -89,6 +96,9 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
 
   /// @brief A zero-filled tensor of the given extents; they must agree with S's static ones.
   explicit Tensor(const dims_t<std::size_t(rank)>& d) : dims_(checked(d)), buf_(product(dims_)) {}
+  /// @brief A tensor of the given extents whose values are unspecified until written (torch.empty):
+  /// for a result about to be filled, whose memory then is touched once, by its writer.
+  Tensor(const dims_t<std::size_t(rank)>& d, uninitialized_t) : dims_(checked(d)), buf_(product(dims_), false) {}
 
   /// @brief Evaluates an expression (dtype must be T; extents must fit S).
   template <Expression E> requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include <jpeglib.h>
+#include <sys/resource.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -335,6 +336,72 @@ TEST_CASE("PNG and JPEG: round trips, channel conversion, corrupt data") {
   REQUIRE(io::decode_jpeg(jpg, 1).dims() == dims_t<3>{h, w, 1});
   REQUIRE_THROWS_AS(io::decode_jpeg(jpg.substr(0, 100)), io_error);
   REQUIRE_THROWS_WITH(io::decode_jpeg("garbage!"), Catch::Contains("ctflow::io::decode_jpeg: corrupt JPEG data: Not a JPEG file"));
+}
+
+namespace {
+
+/// A JPEG of a gray gradient made by libjpeg: baseline, or progressive (jpeg_simple_progression).
+std::string gray_jpeg(std::size_t h, std::size_t w, bool progressive) {
+  std::vector<std::uint8_t> src(h * w);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint8_t(i % w * 7 + i / w * 3);
+  jpeg_compress_struct cinfo{};
+  jpeg_error_mgr jerr{};
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  unsigned char* mem = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &mem, &size);
+  cinfo.image_width = JDIMENSION(w);
+  cinfo.image_height = JDIMENSION(h);
+  cinfo.input_components = 1;
+  cinfo.in_color_space = JCS_GRAYSCALE;
+  jpeg_set_defaults(&cinfo);
+  if (progressive) jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = src.data() + cinfo.next_scanline * w;
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  std::string out(reinterpret_cast<const char*>(mem), size);
+  jpeg_destroy_compress(&cinfo);
+  std::free(mem);
+  return out;
+}
+
+/// The JPEG with its frame header's (SOF0 or SOF2) height and width replaced.
+std::string claiming(std::string jpg, std::uint16_t height, std::uint16_t width) {
+  for (std::size_t i = 2; i + 9 < jpg.size(); ++i)
+    if (std::uint8_t(jpg[i]) == 0xFF && (std::uint8_t(jpg[i + 1]) == 0xC0 || std::uint8_t(jpg[i + 1]) == 0xC2)) {
+      jpg[i + 5] = char(height >> 8), jpg[i + 6] = char(height & 0xFF), jpg[i + 7] = char(width >> 8), jpg[i + 8] = char(width & 0xFF);
+      return jpg;
+    }
+  FAIL("no frame header");
+  return jpg;
+}
+
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+}  // namespace
+
+TEST_CASE("decode_jpeg on hostile files: sizes checked before decoding, the decoder's memory bounded, truncation an error") {
+  const std::string baseline = gray_jpeg(64, 48, false), progressive = gray_jpeg(64, 48, true);
+  CHECK(io::decode_jpeg(progressive).dims() == dims_t<3>{64, 48, 1});
+  // Data that ends early is an error, as in tf.io.decode_jpeg (libjpeg would pad it with gray).
+  CHECK_THROWS_WITH(io::decode_jpeg(baseline.substr(0, baseline.size() - 64)), Catch::Contains("Premature end of JPEG file"));
+  CHECK_THROWS_AS(io::decode_jpeg(progressive.substr(0, progressive.size() - 64)), io_error);
+  // A few hundred bytes claiming 32768 x 32768: refused before the decoder allocates the image (in
+  // color, from the header: 3 GiB) or its coefficients (gray, progressive: 2 bytes a sample).
+  const long before = peak_rss_kb();
+  CHECK_THROWS_WITH(io::decode_jpeg(claiming(baseline, 32768, 32768), 3), Catch::Contains("image of 32768x32768x3 exceeds max_image_bytes"));
+  CHECK_THROWS_WITH(io::decode_jpeg(claiming(progressive, 32768, 32768)), Catch::Contains("cannot hold the 32768x32768 image its header claims"));
+  CHECK_THROWS_WITH(io::decode_jpeg(claiming(baseline, 32768, 32768)), Catch::Contains("truncated JPEG data"));
+  CHECK(peak_rss_kb() - before < 64 * 1024);
+  CHECK_THROWS_WITH(io::decode_jpeg(claiming(baseline, 0, 48)), Catch::Contains("corrupt JPEG data"));
 }
 
 TEST_CASE("image ops: flips and rot90 as views, resize with half-pixel centers, standardization, random_crop") {

@@ -4,6 +4,7 @@
 #include <cstdio>  // jpeglib.h uses size_t and FILE without including their headers
 
 #include <jpeglib.h>
+#include <jerror.h>  // after jpeglib.h: the codes of its messages
 #include <png.h>
 
 #include <csetjmp>
@@ -94,11 +95,62 @@ CTFLOW_DECL std::string detail::encode_png(const std::uint8_t* pixels, const dim
 }
 
 namespace detail {
+
 struct jpeg_failure {
   jpeg_error_mgr mgr;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
 };
+
+/// Decodes into `out` (channels: the caller's, checked): false, with `failure` set, when the data
+/// cannot be decoded. Every object a longjmp from libjpeg crosses belongs to the caller, so none
+/// is left indeterminate and no destructor is skipped.
+inline bool jpeg_decode(jpeg_decompress_struct& cinfo, jpeg_failure& err, std::string_view contents, int channels, Image& out, std::string& failure) {
+  if (setjmp(err.jump)) {
+    const bool memory = err.mgr.msg_code == JERR_NO_BACKING_STORE || err.mgr.msg_code == JERR_OUT_OF_MEMORY;
+    failure = memory ? "decoding needs more than max_image_bytes of working memory (" + std::string(err.message) + ")"
+                     : "corrupt JPEG data: " + std::string(err.message);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  // The decoder's own memory (a progressive file's coefficients, 2 bytes a sample) is bounded too.
+  cinfo.mem->max_memory_to_use = long(max_image_bytes);
+  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(contents.data()), static_cast<unsigned long>(contents.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  if (cinfo.num_components != 1 && cinfo.num_components != 3) {
+    failure = "JPEG with " + std::to_string(cinfo.num_components) + " components is not supported";
+    return false;
+  }
+  const int want = channels == 0 ? cinfo.num_components : channels;
+  cinfo.out_color_space = want == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  // The header's size is checked before the decoder allocates anything for the image.
+  jpeg_calc_output_dimensions(&cinfo);
+  const std::size_t h = cinfo.output_height, w = cinfo.output_width, c = std::size_t(cinfo.output_components);
+  if (h == 0 || w == 0 || h > max_image_bytes / w / c) {
+    failure = "image of " + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c) + " exceeds max_image_bytes";
+    return false;
+  }
+  // Huffman coding spends at least one bit on every 8x8 block (its DC code), so data shorter than
+  // an eighth of a byte a block cannot be the image its header claims: truncated, as libjpeg
+  // would find only after allocating and decoding it all.
+  if (!cinfo.arith_code) {
+    const std::uint64_t blocks = std::uint64_t(cinfo.comp_info[0].width_in_blocks) * cinfo.comp_info[0].height_in_blocks;
+    if (contents.size() < blocks / 8) {
+      failure = "truncated JPEG data: " + std::to_string(contents.size()) + " bytes cannot hold the " + std::to_string(h) + "x" + std::to_string(w) +
+                " image its header claims (at least " + std::to_string(blocks / 8) + ")";
+      return false;
+    }
+  }
+  jpeg_start_decompress(&cinfo);
+  out = Image({h, w, c}, uninitialized);  // decoded in place, each row once: the result is the only copy
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = out.data() + std::size_t(cinfo.output_scanline) * w * c;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  return true;
+}
+
 }  // namespace detail
 
 CTFLOW_DECL Image decode_jpeg(std::string_view contents, int channels) {
@@ -113,40 +165,16 @@ CTFLOW_DECL Image decode_jpeg(std::string_view contents, int channels) {
     (*c->err->format_message)(c, e->message);
     std::longjmp(e->jump, 1);
   };
-  err.mgr.emit_message = [](j_common_ptr, int) {};  // warnings (e.g. corrupt restart markers) are not fatal
-  // Everything that owns memory lives outside the setjmp scope: a longjmp skips no destructor.
-  std::vector<std::uint8_t> pixels;
-  std::size_t h = 0, w = 0, c = 0;
+  // Warnings (a corrupt restart marker, extraneous bytes) are not fatal, as in TensorFlow; data
+  // that ends early is: TensorFlow raises "Premature end of JPEG data" where libjpeg would pad.
+  err.mgr.emit_message = [](j_common_ptr c, int level) {
+    if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF) c->err->error_exit(c);
+  };
+  Image out;
   std::string failure;
-  if (setjmp(err.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    detail::image_error(op, std::string("corrupt JPEG data: ") + err.message);
-  }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(contents.data()), static_cast<unsigned long>(contents.size()));
-  jpeg_read_header(&cinfo, TRUE);
-  if (cinfo.num_components != 1 && cinfo.num_components != 3) failure = "JPEG with " + std::to_string(cinfo.num_components) + " components is not supported";
-  else {
-    const int want = channels == 0 ? cinfo.num_components : channels;
-    cinfo.out_color_space = want == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_start_decompress(&cinfo);
-    h = cinfo.output_height;
-    w = cinfo.output_width;
-    c = std::size_t(cinfo.output_components);
-    if (h == 0 || w == 0 || h > max_image_bytes / w / c) failure = "image of " + std::to_string(h) + "x" + std::to_string(w) + " exceeds max_image_bytes";
-    else {
-      pixels.resize(h * w * c);
-      while (cinfo.output_scanline < cinfo.output_height) {
-        JSAMPROW row = pixels.data() + std::size_t(cinfo.output_scanline) * w * c;
-        jpeg_read_scanlines(&cinfo, &row, 1);
-      }
-      jpeg_finish_decompress(&cinfo);
-    }
-  }
+  const bool ok = detail::jpeg_decode(cinfo, err, contents, channels, out, failure);
   jpeg_destroy_decompress(&cinfo);
-  if (!failure.empty()) detail::image_error(op, failure);
-  Image out({h, w, c});
-  std::memcpy(out.data(), pixels.data(), pixels.size());
+  if (!ok) detail::image_error(op, failure);
   return out;
 }
 
