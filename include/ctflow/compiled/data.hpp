@@ -15,3 +15,4 @@
 #include <ctflow/data/impl/image.ipp>
 #include <ctflow/data/impl/tfrecord.ipp>
 #include <ctflow/detail/impl/file.ipp>
+#include <ctflow/detail/impl/zip.ipp>

@@ -11,6 +11,7 @@
 
 #include <ctflow/io.hpp>
 #include <ctflow/io/impl/checkpoint.ipp>
+#include <ctflow/io/impl/hdf5.ipp>
 #include <ctflow/io/impl/safetensors.ipp>
 #include <ctflow/io/impl/summary.ipp>
 #include <ctflow/io/impl/trace.ipp>

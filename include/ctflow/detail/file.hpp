@@ -41,6 +41,10 @@ CTFLOW_DECL double wall_seconds();
 
 [[noreturn]] CTFLOW_DECL void throw_io(const std::string& what, const std::string& name, std::uint64_t offset, const std::string& why);
 
+/// Opens path for reading, or throws an io_error that tells a missing file ("does not exist"), an
+/// unreadable one (the system's reason) and a directory apart.
+CTFLOW_DECL int open_for_reading(const std::string& path, const std::string& what);
+
 /// Reads a plain or gzip file in large blocks.
 class input_file {
  public:
@@ -85,6 +89,12 @@ class input_memory {
 
 /// Inflates a gzip stream (several members allowed) held in memory.
 CTFLOW_DECL std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> in, const std::string& what, const std::string& name);
+
+/// Inflates deflate data `in` (zlib-wrapped with window_bits 15, raw with -15) that must hold
+/// exactly `size` bytes: memory grows with what the stream really produces, never past `size`.
+/// Errors name the file, the offset of the data plus what was consumed, and `context`.
+CTFLOW_DECL std::vector<std::uint8_t> inflate_exact(std::span<const std::uint8_t> in, int window_bits, std::uint64_t size, const std::string& what,
+                                                    const std::string& name, std::uint64_t offset, const std::string& context);
 
 /// A whole file mapped read-only (files of any size: offsets are 64-bit).
 class mapped_file {

@@ -30,16 +30,34 @@ CTFLOW_DECL void throw_io(const std::string& what, const std::string& name, std:
   throw io_error(what + ": " + name + " at offset " + std::to_string(offset) + ": " + why);
 }
 
+CTFLOW_DECL int open_for_reading(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ENOENT) throw io_error(what + ": cannot open " + path + ": the file does not exist");
+    throw io_error(what + ": cannot open " + path + ": " + std::strerror(e));
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw io_error(what + ": cannot read " + path + ": it is a directory, not a file");
+  }
+  return fd;
+}
+
 // ---- input_file
 
 CTFLOW_DECL input_file::input_file(std::string path, compression c, std::string what) : path_(std::move(path)), what_(std::move(what)) {
   if (c == compression::gzip) {
-    gz_ = gzopen(path_.c_str(), "rb");
-    if (!gz_) throw io_error(what_ + ": cannot open " + path_ + ": " + std::strerror(errno));
+    const int fd = open_for_reading(path_, what_);
+    gz_ = gzdopen(fd, "rb");
+    if (!gz_) {
+      ::close(fd);
+      throw io_error(what_ + ": cannot open " + path_ + ": " + std::strerror(errno));
+    }
     gzbuffer(gz_, 1 << 18);
   } else {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw io_error(what_ + ": cannot open " + path_ + ": " + std::strerror(errno));
+    fd_ = open_for_reading(path_, what_);
     buf_.resize(1 << 20);
   }
 }
@@ -128,11 +146,52 @@ CTFLOW_DECL std::vector<std::uint8_t> gunzip(std::span<const std::uint8_t> in, c
   return out;
 }
 
+CTFLOW_DECL std::vector<std::uint8_t> inflate_exact(std::span<const std::uint8_t> in, int window_bits, std::uint64_t size, const std::string& what,
+                                                    const std::string& name, std::uint64_t offset, const std::string& context) {
+  std::vector<std::uint8_t> out(std::size_t(std::min<std::uint64_t>(size, std::uint64_t(1) << 20)));
+  z_stream z{};
+  if (inflateInit2(&z, window_bits) != Z_OK) throw_io(what, name, offset, "cannot start zlib");
+  std::unique_ptr<z_stream, void (*)(z_stream*)> guard(&z, [](z_stream* s) { inflateEnd(s); });
+  std::uint64_t consumed = 0, produced = 0;
+  const auto step = [&](std::uint8_t* dst, std::uint64_t room) {
+    z.next_in = const_cast<Bytef*>(in.data() + consumed);
+    z.avail_in = uInt(std::min<std::uint64_t>(in.size() - consumed, 1u << 30));
+    z.next_out = dst;
+    z.avail_out = uInt(std::min<std::uint64_t>(room, 1u << 30));
+    const uInt in_before = z.avail_in, out_before = z.avail_out;
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    consumed += in_before - z.avail_in;
+    return std::pair{rc, std::uint64_t(out_before - z.avail_out)};
+  };
+  for (;;) {
+    if (produced == out.size()) {
+      if (produced == size) {
+        // Full: the stream must end here, or it holds more than it should.
+        std::uint8_t probe;
+        const auto [rc, got] = step(&probe, 1);
+        if (rc == Z_STREAM_END && got == 0) break;
+        throw_io(what, name, offset + consumed, context + " holds more than its " + std::to_string(size) + " bytes");
+      }
+      out.resize(std::size_t(std::min<std::uint64_t>(size, std::uint64_t(out.size()) * 2)));
+    }
+    const auto [rc, got] = step(out.data() + produced, out.size() - produced);
+    produced += got;
+    if (rc == Z_STREAM_END) break;
+    if (rc == Z_BUF_ERROR && z.avail_out != 0)
+      throw_io(what, name, offset + consumed, context + " ends early (" + std::to_string(produced) + " of " + std::to_string(size) + " bytes)");
+    if (rc != Z_OK && rc != Z_BUF_ERROR)
+      throw_io(what, name, offset + consumed, context + ": corrupt deflate data" + (z.msg ? std::string(": ") + z.msg : std::string()));
+  }
+  if (produced != size)
+    throw_io(what, name, offset, context + " holds " + std::to_string(produced) + " bytes, " + std::to_string(size) + " were expected");
+  out.resize(std::size_t(produced));
+  return out;
+}
+
 // ---- mapped_file
 
 CTFLOW_DECL mapped_file::mapped_file(const std::string& path, const std::string& what) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw io_error(what + ": cannot open " + path + ": " + std::strerror(errno));
+  const int fd = open_for_reading(path, what);
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
