@@ -26,7 +26,7 @@ inline std::string data(const std::string& relative) { return std::string(CTFLOW
 
 /// A text file's contents (Keras's summaries).
 inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -37,6 +37,18 @@ template <class Model> std::string summary_of(Model& model) {
   model.summary({.line_length = 76, .print_fn = [&](const std::string& s) { text = s; }});
   return text;
 }
+/// A file's bytes, and a file made of bytes.
+inline std::string read_bytes(const std::string& path) { return read_text(path); }
+inline void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+/// Whether two lists of weights (get_weights()) are the same, value for value.
+template <class T> bool same_weights(const std::vector<keras::weight_value<T>>& a, const std::vector<keras::weight_value<T>>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].shape != b[i].shape || a[i].values != b[i].values) return false;
+  return true;
+}
+
 /// A path for a file named name in this process's scratch directory.
 inline std::string scratch(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("ctflow_keras_test_" + std::to_string(::getpid()));

@@ -122,6 +122,83 @@ TEST_CASE("a weight of another shape is an error naming the layer, the weight an
                     Catch::Contains("layer dense (Dense) is built for inputs [None,8] in the archive, [None,9] in the model"));
 }
 
+TEST_CASE("a load that fails changes no weight, for every kind of file (the bad weight last in each)") {
+  keras::backend::clear_session();
+  BnModel model;
+  auto w = model.get_weights();
+  float v = 0.5f;
+  for (auto& t : w)
+    for (auto& x : t.values) x = (v += 0.25f);
+  model.set_weights(w);
+  const auto before = model.get_weights();
+  const auto unchanged = [&] { return keras_check::same_weights(model.get_weights(), before); };
+  const std::string dir = data("weights/damaged/");
+  CHECK_THROWS_WITH(model.load_weights(dir + "bias_as_strings.weights.h5"), Catch::Contains("layer dense_1, weight bias: 'layers/dense_1/vars/1' holds string values, not numbers"));
+  CHECK(unchanged());
+  CHECK_THROWS_WITH(model.load_weights(dir + "bias_shape.weights.h5"), Catch::Contains("layer dense_1, weight bias: shape [3] in the file, [2] in the model"));
+  CHECK(unchanged());
+  CHECK_THROWS_WITH(model.load_weights(dir + "legacy_bias_shape.h5"), Catch::Contains("layer dense_1, weight bias: shape [3] in the file, [2] in the model"));
+  CHECK(unchanged());
+  CHECK_THROWS_WITH(model.load_weights(dir + "legacy_bias_missing.h5"), Catch::Contains("weight_names names 'sequential/dense_1/bias', which 'model_weights/dense_1' does not hold"));
+  CHECK(unchanged());
+  CHECK_THROWS_WITH(model.load_weights(dir + "absent.weights.h5"), Catch::Contains("absent.weights.h5: the file does not exist"));
+  CHECK(unchanged());
+  // safetensors: ctflow's own layout, and PyTorch's state_dict, each with its last tensor wrong.
+  std::vector<Tensor<float, Shape<dyn>>> tensors;
+  std::vector<std::pair<std::string, io::tensor_ref>> named;
+  const auto add = [&](const std::string& key, std::vector<std::uint64_t> shape) {
+    std::size_t n = 1;
+    for (auto e : shape) n *= e;
+    tensors.emplace_back(dims_t<1>{n});
+    named.emplace_back(key, io::tensor_ref("F32", shape, tensors.back().data(), n * 4));
+  };
+  tensors.reserve(16);
+  for (const auto& [key, shape] : std::vector<std::pair<std::string, std::vector<std::uint64_t>>>{
+           {"dense/kernel", {8, 16}}, {"dense/bias", {16}}, {"batch_normalization/gamma", {16}}, {"batch_normalization/beta", {16}},
+           {"batch_normalization/moving_mean", {16}}, {"batch_normalization/moving_variance", {16}}, {"dense_1/kernel", {16, 2}}, {"dense_1/bias", {3}}})
+    add(key, shape);
+  io::safetensors::save_file(named, scratch("bias_shape.safetensors"));
+  CHECK_THROWS_WITH(model.load_weights(scratch("bias_shape.safetensors")), Catch::Contains("weight dense_1/bias: F32 [3] in the file, [2] in the model"));
+  CHECK(unchanged());
+  tensors.clear(), named.clear();
+  for (const auto& [key, shape] : std::vector<std::pair<std::string, std::vector<std::uint64_t>>>{
+           {"fc1.weight", {16, 8}}, {"fc1.bias", {16}}, {"bn.weight", {16}}, {"bn.bias", {16}}, {"bn.running_mean", {16}}, {"bn.running_var", {16}},
+           {"fc2.weight", {2, 16}}, {"fc2.bias", {3}}})
+    add(key, shape);
+  io::safetensors::save_file(named, scratch("torch.safetensors"));
+  CHECK_THROWS_WITH(keras::load_pytorch_weights(model, scratch("torch.safetensors"), {"fc1", "bn", "fc2"}), Catch::Contains("weight bias: module fc2 gives [3]"));
+  CHECK(unchanged());
+  // A .keras archive whose config does not fit.
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::BatchNormalization, layers::Dense<3>> three;
+  const auto three_before = three.get_weights();
+  CHECK_THROWS_AS(three.load_weights(data("weights/batch_normalization.keras")), std::exception);
+  CHECK(keras_check::same_weights(three.get_weights(), three_before));
+  // Every damaged copy of Keras's .weights.h5 and legacy .h5 (each byte flipped): read whole, or
+  // refused with an io_error (or a shape_error) and no weight changed.
+  const auto layers_ = keras::detail::saved_layers(model.layers());
+  for (const char* file : {"weights/batch_normalization.weights.h5", "weights/batch_normalization.h5"}) {
+    INFO(file);
+    const std::string bytes = keras_check::read_bytes(data(file));
+    std::size_t refused = 0;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      std::string d = bytes;
+      d[i] = char(~d[i]);
+      try {
+        keras::detail::load_weights_bytes({reinterpret_cast<const std::uint8_t*>(d.data()), d.size()}, "damaged.h5", layers_, {});
+        model.set_weights(before);  // it loaded (the byte was not one a weight depends on, or was one of a weight's values)
+      } catch (const io_error&) {
+        ++refused;
+        if (!unchanged()) FAIL("byte " << i << ": a refused load changed weights");
+      } catch (const shape_error&) {
+        ++refused;
+        if (!unchanged()) FAIL("byte " << i << ": a refused load changed weights");
+      }
+    }
+    CHECK(refused > 100);
+  }
+}
+
 TEST_CASE("set_weights checks the number and shapes of the values") {
   keras::backend::clear_session();
   BnModel model;

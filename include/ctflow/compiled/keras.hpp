@@ -10,5 +10,7 @@
 #endif
 
 #include <ctflow/keras.hpp>
+#include <ctflow/keras/impl/pytorch.ipp>
 #include <ctflow/keras/impl/saving.ipp>
+#include <ctflow/keras/impl/saving_h5.ipp>
 #include <ctflow/keras/impl/summary.ipp>

@@ -2,7 +2,8 @@
 /// @brief tf.train.Checkpoint, CheckpointManager and latest_checkpoint.
 ///
 /// A Checkpoint names trackable objects: tensors and variables, C++ numbers (step counters),
-/// vectors of trackables, and any type with a `track` member naming its own children:
+/// vectors of trackables, Keras models (their weights by path: "model/dense/kernel"), and any
+/// type with a `track` member naming its own children:
 ///
 ///     struct Model {
 ///       Variable<float, Shape<784, 10>> w; Variable<float, Shape<10>> b;
@@ -33,6 +34,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,7 +59,9 @@ struct slot {
   std::vector<std::size_t> static_extents;  // dyn where the type leaves an extent open
   void* data = nullptr;
   std::uint64_t nbytes = 0;
-  std::function<void*(const std::vector<std::uint64_t>&)> resize;  // for tensors with dyn extents
+  /// For tensors with dyn extents: makes a tensor of another shape aside, sets `buffer` to its
+  /// memory, and returns the move that puts it in place (which cannot fail).
+  std::function<std::function<void()>(const std::vector<std::uint64_t>&, void*& buffer)> reshape;
 };
 
 template <class X> concept owning_tensor = requires {
@@ -66,6 +70,14 @@ template <class X> concept owning_tensor = requires {
   typename X::device_type;
   X::is_view;
 } && !X::is_view && std::is_base_of_v<Tensor<typename X::value_type, typename X::shape_type, typename X::device_type>, X>;
+
+/// A variable's storage described at run time: its extents and its values, as a Keras model's
+/// `track` names its weights (keras::variable_ref).
+template <class X> concept storage_ref = requires(X& x) {
+  { x.shape.size() } -> std::convertible_to<std::size_t>;
+  { x.values.data() } -> std::convertible_to<const void*>;
+  requires DType<std::remove_const_t<typename decltype(x.values)::element_type>>;
+};
 
 template <class X> struct is_vector : std::false_type {};
 template <class X, class A> struct is_vector<std::vector<X, A>> : std::true_type {};
@@ -81,6 +93,14 @@ class collector {
     const std::string path = prefix_.empty() ? std::string(name) : prefix_ + "/" + std::string(name);
     if constexpr (owning_tensor<X>) {
       add_tensor(path, static_cast<Tensor<typename X::value_type, typename X::shape_type, typename X::device_type>&>(x));
+    } else if constexpr (storage_ref<X>) {
+      using T = std::remove_const_t<typename decltype(x.values)::element_type>;
+      std::uint64_t count = 1;
+      for (auto e : x.shape) count *= e;
+      if (count != x.values.size())
+        throw value_error(std::string(what) + ": '" + path + "' has " + std::to_string(x.values.size()) + " values for shape " + format_dims(x.shape));
+      out_.push_back({path, io::safetensors_dtype<T>(), {x.shape.begin(), x.shape.end()}, {x.shape.begin(), x.shape.end()},
+                      const_cast<T*>(x.values.data()), count * sizeof(T), {}});
     } else if constexpr (std::is_arithmetic_v<X> && DType<X>) {
       out_.push_back({path, io::safetensors_dtype<X>(), {}, {}, &x, sizeof(X), {}});
     } else if constexpr (is_vector<X>::value) {
@@ -100,11 +120,12 @@ class collector {
     slot s{path, io::safetensors_dtype<T>(), {t.dims().begin(), t.dims().end()}, {S::extents.begin(), S::extents.end()},
            t.data(), t.size() * sizeof(T), {}};
     if constexpr (!S::is_static) {
-      s.resize = [&t](const std::vector<std::uint64_t>& shape) {
+      s.reshape = [&t](const std::vector<std::uint64_t>& shape, void*& buffer) -> std::function<void()> {
         dims_t<std::size_t(S::rank)> d{};
         std::copy(shape.begin(), shape.end(), d.begin());
-        t = Tensor<T, S, D>(d);
-        return static_cast<void*>(t.data());
+        auto made = std::make_shared<Tensor<T, S, D>>(d);
+        buffer = made->data();
+        return [&t, made] { t = std::move(*made); };
       };
     }
     out_.push_back(std::move(s));

@@ -40,6 +40,7 @@
 #include <ctflow/core/maybe.hpp>
 #include <ctflow/ctflow.hpp>
 #include <ctflow/keras/activations.hpp>
+#include <ctflow/keras/detail/naming.hpp>
 #include <ctflow/keras/detail/reflect.hpp>
 #include <ctflow/keras/initializers.hpp>
 #include <ctflow/keras/regularizers.hpp>
@@ -72,32 +73,6 @@ using inference_t = std::false_type;
 
 namespace detail {
 
-/// Keras's naming: the class name in snake case (Conv2D -> conv2d, ReLU -> re_lu,
-/// MaxPooling2D -> max_pooling2d).
-/// Keras's to_snake_case ("MaxPooling2D" -> "max_pooling2d") into out (room for twice the
-/// name's size); returns its length. Usable at compile time, for messages.
-constexpr std::size_t snake_case_into(std::string_view name, char* out) {
-  const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
-  const auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
-  // (.)([A-Z][a-z]+) -> \1_\2, then ([a-z])([A-Z]) -> \1_\2, then lower case
-  char s[128]{};
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < name.size() && n + 2 < sizeof s; ++i) {
-    if (i > 0 && upper(name[i]) && i + 1 < name.size() && lower(name[i + 1])) s[n++] = '_';
-    s[n++] = name[i];
-  }
-  std::size_t m = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i > 0 && lower(s[i - 1]) && upper(s[i])) out[m++] = '_';
-    out[m++] = upper(s[i]) ? char(s[i] - 'A' + 'a') : s[i];
-  }
-  return m;
-}
-inline std::string snake_case(std::string_view name) {
-  std::string out(2 * name.size() + 2, '\0');
-  out.resize(snake_case_into(name, out.data()));
-  return out;
-}
 /// The snake-case name of a class named by F() (a constexpr function), as a fixed_string.
 template <auto F> constexpr auto snake_case_string() {
   constexpr std::size_t n = [] {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <ctflow/keras/detail/naming.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/keras/summary.hpp>
 
@@ -144,6 +145,32 @@ template <class T, class F> void each_weight(const std::vector<layer_info<T>>& l
     const bool layer_trains = trainable && *l.trainable;
     for (const auto& w : l.weights) f(prefix + *l.name, w, layer_trains && w.trainable);
     each_weight(l.children, layer_trains, prefix + *l.name + "/", f);
+  }
+}
+
+template <class T, class V> void track_layers(const std::vector<layer_info<T>>& layers, V& v);
+
+/// A layer as train::Checkpoint walks it: its weights by their names, then its children (a nested
+/// model's layers, a custom layer's sub-layers) by their keys.
+template <class T> struct tracked_layer {
+  const layer_info<T>& layer;
+  template <class V> void track(V& v) const {
+    for (const auto& w : layer.weights) {
+      variable_ref<T> r{w.name, w.shape, w.values, w.trainable};
+      v(w.name, r);
+    }
+    track_layers(layer.children, v);
+  }
+};
+
+/// Names each layer of a model to a checkpoint's visitor v by its key in Keras 3's weight files
+/// (its class, numbered: "dense", "dense_1"), which the model's structure fixes: a model built
+/// again, in this process or another, has the same keys whatever its layers' automatic names.
+template <class T, class V> void track_layers(const std::vector<layer_info<T>>& layers, V& v) {
+  const auto keys = layer_keys(layers, [](const layer_info<T>& l) { return l.class_name; });
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    tracked_layer<T> t{layers[i]};
+    v(keys[i], t);
   }
 }
 

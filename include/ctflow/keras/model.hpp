@@ -83,6 +83,12 @@ template <class Derived, class T> class model_base {
     return out;
   }
 
+  /// @brief Names the weights for train::Checkpoint (`train::Checkpoint ckpt{{"model", model}}`):
+  /// each layer by its key in Keras 3's weight files (its class, numbered: "dense", "dense_1";
+  /// fixed by the model's structure, not by its layers' names), each weight under it by its name
+  /// ("model/dense_1/kernel", a nested model's "model/functional/dense/kernel"), trainable or not.
+  template <class V> void track(V& v) { detail::track_layers(self().layers(), v); }
+
   /// @brief Keras's save_weights / load_weights: `.weights.h5` (Keras 3's layout) or
   /// `.safetensors`; load_weights also reads legacy `.h5` files and `.keras` archives.
   void save_weights(const std::string& path) { keras::save_weights(self(), path); }

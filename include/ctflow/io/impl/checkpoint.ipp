@@ -243,12 +243,29 @@ CTFLOW_DECL CheckpointLoadStatus Checkpoint::restore(const std::optional<std::st
       throw io_error(std::string(detail::what) + ": " + file + " has values no object takes: " + detail::join_names(status.unused) +
                      " (RestoreOptions{.expect_partial = true} ignores them)");
   }
-  for (const detail::slot* s : found) {
-    void* dst = s->data;
+  // Every value is read, into its own buffer or into a tensor made aside for a new shape, before
+  // the first object changes; what is left (copies and moves) cannot fail.
+  std::vector<std::vector<std::uint8_t>> staged(found.size());
+  std::vector<std::function<void()>> commits;
+  commits.reserve(found.size());
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    const detail::slot* s = found[i];
     const auto& info = f.info(s->key);
-    if (s->resize && info.shape != s->shape) dst = s->resize(info.shape);
-    f.read_into(s->key, dst);
-    status.restored.push_back(s->key);
+    if (s->reshape && info.shape != s->shape) {
+      void* buffer = nullptr;
+      commits.push_back(s->reshape(info.shape, buffer));
+      f.read_into(s->key, buffer);
+    } else {
+      staged[i].resize(std::size_t(info.end - info.begin));
+      f.read_into(s->key, staged[i].data());
+      commits.push_back([dst = s->data, &bytes = staged[i]] {
+        if (!bytes.empty()) std::memcpy(dst, bytes.data(), bytes.size());
+      });
+    }
+  }
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    commits[i]();
+    status.restored.push_back(found[i]->key);
   }
   status.path = file;
   return status;
