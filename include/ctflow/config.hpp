@@ -2,16 +2,17 @@
 /// @file
 /// @brief Process-wide settings: the number of CPU threads, the cache of freed memory.
 
-#include <ctflow/backend/cpu/thread_pool.hpp>
+#include <ctflow/core/device.hpp>
 #include <ctflow/detail/buffer.hpp>
 
 namespace ctflow::config {
 
 /// @brief Sets the threads CPU kernels use (TensorFlow's set_intra_op_parallelism_threads).
-/// Results do not depend on it: work partitioning and summation order are fixed.
-inline void set_num_threads(int n) { backend::cpu::pool().resize(n); }
+/// Results do not depend on it: work partitioning and summation order are fixed. The device's
+/// executor holds its threads.
+template <class Device = cpu> void set_num_threads(int n) { executor<Device>::set_num_threads(n); }
 /// @brief The threads CPU kernels use.
-inline int get_num_threads() { return backend::cpu::pool().size(); }
+template <class Device = cpu> int get_num_threads() { return executor<Device>::num_threads(); }
 
 /// @brief Bytes of freed tensor memory kept for reuse (default 1 GiB; 0 gives every block back
 /// at once). Reuse is what makes a warm training step free of system allocations.

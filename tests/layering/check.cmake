@@ -1,23 +1,31 @@
-# The layering of the headers (../shared/DESIGN.md): core/, expr/, ops/, autodiff/, data/, io/ and
-# detail/ include no backend header and name no backend namespace, and xsimd appears only under
+# The layering of the headers (../shared/DESIGN.md), over every header and definition file
+# (.hpp, .ipp) under include/ctflow/: only the backends (backend/) name a backend's namespace or
+# declare into it; besides them, only the umbrella headers (ctflow.hpp, data.hpp, io.hpp,
+# keras.hpp), whose job is to include everything, and the compiled parts (compiled/), which
+# compile the backends' instances, include a backend header; xsimd appears only under
 # backend/cpu/. Comment lines are not read. Fails naming every offending line.
 set(bad "")
-file(GLOB_RECURSE layered RELATIVE ${INCLUDE}
-  ${INCLUDE}/ctflow/core/*.hpp ${INCLUDE}/ctflow/expr/*.hpp ${INCLUDE}/ctflow/ops/*.hpp ${INCLUDE}/ctflow/autodiff/*.hpp
-  ${INCLUDE}/ctflow/data/*.hpp ${INCLUDE}/ctflow/io/*.hpp ${INCLUDE}/ctflow/detail/*.hpp)
-file(GLOB_RECURSE all RELATIVE ${INCLUDE} ${INCLUDE}/ctflow/*.hpp)
+file(GLOB_RECURSE all RELATIVE ${INCLUDE} ${INCLUDE}/ctflow/*.hpp ${INCLUDE}/ctflow/*.ipp)
+set(umbrellas ctflow/ctflow.hpp ctflow/data.hpp ctflow/io.hpp ctflow/keras.hpp)
 foreach(h ${all})
   file(STRINGS ${INCLUDE}/${h} lines)
-  list(FIND layered ${h} is_layered)
+  string(FIND "${h}" "ctflow/backend/" in_backend)
   string(FIND "${h}" "ctflow/backend/cpu/" in_cpu)
+  string(FIND "${h}" "ctflow/compiled/" in_compiled)
+  list(FIND umbrellas ${h} is_umbrella)
   set(n 0)
   foreach(line IN LISTS lines)
     math(EXPR n "${n} + 1")
     if(line MATCHES "^[ \t]*//")
       continue()
     endif()
-    if(NOT is_layered EQUAL -1 AND (line MATCHES "#include.*backend/" OR line MATCHES "backend::"))
-      string(APPEND bad "${h}:${n}: a backend in a device-independent header: ${line}\n")
+    if(in_backend EQUAL -1)
+      if(line MATCHES "backend::(cpu|reference|cuda)" OR line MATCHES "namespace ctflow::backend")
+        string(APPEND bad "${h}:${n}: a backend's namespace outside backend/: ${line}\n")
+      endif()
+      if(line MATCHES "#include.*ctflow/backend/" AND is_umbrella EQUAL -1 AND in_compiled EQUAL -1)
+        string(APPEND bad "${h}:${n}: a backend included by a device-independent file: ${line}\n")
+      endif()
     endif()
     if(in_cpu EQUAL -1 AND line MATCHES "xsimd")
       string(APPEND bad "${h}:${n}: xsimd outside backend/cpu/: ${line}\n")
@@ -28,4 +36,4 @@ list(LENGTH all count)
 if(bad)
   message(FATAL_ERROR "layering broken:\n${bad}")
 endif()
-message(STATUS "${count} headers read; the layering holds")
+message(STATUS "${count} headers and definition files read; the layering holds")

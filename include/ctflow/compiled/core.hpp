@@ -11,23 +11,4 @@
 
 #include <ctflow/ctflow.hpp>
 
-// The float32 and float64 instances of the CPU kernels' entry points (their headers declare them
-// `extern template` in this mode).
-namespace ctflow::backend::cpu::gemm {
-CTFLOW_GEMM_INSTANCES(template, float)
-CTFLOW_GEMM_INSTANCES(template, double)
-}  // namespace ctflow::backend::cpu::gemm
-namespace ctflow::backend::cpu::conv {
-CTFLOW_CONV_INSTANCES(template, float)
-CTFLOW_CONV_INSTANCES(template, double)
-}  // namespace ctflow::backend::cpu::conv
-namespace ctflow::backend::cpu::winograd {
-CTFLOW_WINOGRAD_INSTANCES(template, float)
-CTFLOW_WINOGRAD_INSTANCES(template, double)
-}  // namespace ctflow::backend::cpu::winograd
-namespace ctflow::backend::cpu {
-CTFLOW_REDUCE_INSTANCES(template, float)
-CTFLOW_REDUCE_INSTANCES(template, double)
-CTFLOW_POOL_INSTANCES(template, float)
-CTFLOW_POOL_INSTANCES(template, double)
-}  // namespace ctflow::backend::cpu
+#include <ctflow/backend/cpu/impl/instances.ipp>

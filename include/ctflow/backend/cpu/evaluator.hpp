@@ -393,6 +393,8 @@ namespace ctflow {
 
 template <> struct executor<cpu> {
   template <class T, std::size_t R, class E> static void assign(T* out, const dims_t<R>& d, const E& e) { backend::cpu::assign(out, d, e); }
+  static void set_num_threads(int n) { backend::cpu::pool().resize(n); }
+  static int num_threads() { return backend::cpu::pool().size(); }
   template <class T, class U, class K, class... Ops> static void assign_saving(T* out, U* saved, const expr::Computed<K, Ops...>& n) {
     backend::cpu::evaluator<expr::Computed<K, Ops...>> ev(n, out, saved);
   }

@@ -96,6 +96,7 @@ template <std::size_t Units, auto... Options> struct GRU {
 
     /// Runs the sequence x into out, keeping in st each step's gates and states for backward.
     template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st) const {
+      using D = device_t<X>;
       auto& [seq_, x_, gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_] = st;
       seq_ = {x.dims()[0], x.dims()[1], backwards};
       const std::size_t B = seq_.batch, S = seq_.steps;
@@ -114,11 +115,11 @@ template <std::size_t Units, auto... Options> struct GRU {
         T* h_next = states_.data() + (t + 1) * B * units;
         T* hr = recurrent_.data();
         // xi = x_t @ kernel (+ the input bias).
-        detail::product<T>(B, gates, features, xd + seq_.time(t) * features, std::ptrdiff_t(S * features), 1, kernel.data(), gates, 1, z, gates, false);
+        detail::product<D>(B, gates, features, xd + seq_.time(t) * features, std::ptrdiff_t(S * features), 1, kernel.data(), gates, 1, z, gates, false);
         if constexpr (has_bias) detail::add_bias(z, bias.data(), B, gates);
         if constexpr (after) {
           // hr = h @ recurrent_kernel + the recurrent bias; the candidate takes r * hr_h.
-          detail::product<T>(B, gates, units, h, units, 1, U, gates, 1, hr, gates, false);
+          detail::product<D>(B, gates, units, h, units, 1, U, gates, 1, hr, gates, false);
           if constexpr (has_bias) detail::add_bias(hr, bias.data() + gates, B, gates);
           for (std::size_t b = 0; b < B; ++b)
             for (std::size_t j = 0; j < units; ++j) {
@@ -133,7 +134,7 @@ template <std::size_t Units, auto... Options> struct GRU {
             }
         } else {
           // z and r from h @ recurrent_kernel[:, :2u]; the candidate from (r * h) @ recurrent_kernel[:, 2u:].
-          detail::product<T>(B, 2 * units, units, h, units, 1, U, gates, 1, z, gates, true);
+          detail::product<D>(B, 2 * units, units, h, units, 1, U, gates, 1, z, gates, true);
           for (std::size_t b = 0; b < B; ++b)
             for (std::size_t j = 0; j < units; ++j) {
               T* zb = z + b * gates;
@@ -142,7 +143,7 @@ template <std::size_t Units, auto... Options> struct GRU {
               zb[units + j] = fr::value(zb[units + j]);
               kept[k] = zb[units + j] * h[k];
             }
-          detail::product<T>(B, units, units, kept, units, 1, U + 2 * units, gates, 1, z + 2 * units, gates, true);
+          detail::product<D>(B, units, units, kept, units, 1, U + 2 * units, gates, 1, z + 2 * units, gates, true);
           for (std::size_t b = 0; b < B; ++b)
             for (std::size_t j = 0; j < units; ++j) {
               T* zb = z + b * gates;
@@ -161,6 +162,7 @@ template <std::size_t Units, auto... Options> struct GRU {
     /// output's adjoint dy: the gradients of the targets that are not null (the input, then the
     /// weights).
     template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets, call_state& st) const {
+      using D = device_t<DY>;
       auto& [seq_, x_, gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_] = st;
       const std::size_t B = seq_.batch, S = seq_.steps;
       T* dx = detail::gradient_slot(std::get<0>(grads), std::get<0>(targets));
@@ -203,7 +205,7 @@ template <std::size_t Units, auto... Options> struct GRU {
           }
         if constexpr (!after) {
           // d(r * h) = dhh @ recurrent_kernel_h^T; then r's adjoint, and h's through r * h.
-          detail::product<T>(B, units, units, dxi_.data() + 2 * units, gates, 1, U + 2 * units, 1, gates, drh_.data(), units, false);
+          detail::product<D>(B, units, units, dxi_.data() + 2 * units, gates, 1, U + 2 * units, 1, gates, drh_.data(), units, false);
           for (std::size_t b = 0; b < B; ++b)
             for (std::size_t j = 0; j < units; ++j) {
               const std::size_t k = b * units + j;
@@ -213,19 +215,19 @@ template <std::size_t Units, auto... Options> struct GRU {
             }
         }
         const std::size_t s = seq_.time(t);
-        if (dw) detail::product<T>(features, gates, B, x_ + s * features, 1, std::ptrdiff_t(S * features), dxi_.data(), gates, 1, dw, gates, true);
-        if (dx) detail::product<T>(B, features, gates, dxi_.data(), gates, 1, kernel.data(), 1, gates, dx + s * features, std::ptrdiff_t(S * features), false);
+        if (dw) detail::product<D>(features, gates, B, x_ + s * features, 1, std::ptrdiff_t(S * features), dxi_.data(), gates, 1, dw, gates, true);
+        if (dx) detail::product<D>(B, features, gates, dxi_.data(), gates, 1, kernel.data(), 1, gates, dx + s * features, std::ptrdiff_t(S * features), false);
         detail::add_column_sums(db, dxi_.data(), B, gates);
         if constexpr (after) {
-          if (du) detail::product<T>(units, gates, B, h_prev, 1, units, dhr_.data(), gates, 1, du, gates, true);
+          if (du) detail::product<D>(units, gates, B, h_prev, 1, units, dhr_.data(), gates, 1, du, gates, true);
           detail::add_column_sums(db ? db + gates : nullptr, dhr_.data(), B, gates);
-          detail::product<T>(B, units, gates, dhr_.data(), gates, 1, U, 1, gates, dh_.data(), units, true);
+          detail::product<D>(B, units, gates, dhr_.data(), gates, 1, U, 1, gates, dh_.data(), units, true);
         } else {
           if (du) {
-            detail::product<T>(units, 2 * units, B, h_prev, 1, units, dxi_.data(), gates, 1, du, gates, true);
-            detail::product<T>(units, units, B, kept, 1, units, dxi_.data() + 2 * units, gates, 1, du + 2 * units, gates, true);
+            detail::product<D>(units, 2 * units, B, h_prev, 1, units, dxi_.data(), gates, 1, du, gates, true);
+            detail::product<D>(units, units, B, kept, 1, units, dxi_.data() + 2 * units, gates, 1, du + 2 * units, gates, true);
           }
-          detail::product<T>(B, units, 2 * units, dxi_.data(), gates, 1, U, 1, gates, dh_.data(), units, true);
+          detail::product<D>(B, units, 2 * units, dxi_.data(), gates, 1, U, 1, gates, dh_.data(), units, true);
         }
       }
     }

@@ -108,6 +108,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
 
     /// Runs the sequence x into out, keeping in st each step's gates and states for backward.
     template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st) const {
+      using D = device_t<X>;
       auto& [seq_, x_, gates_, cells_, states_, cell_out_, dh_, dc_, dz_] = st;
       seq_ = {x.dims()[0], x.dims()[1], backwards};
       const std::size_t B = seq_.batch, S = seq_.steps;
@@ -121,9 +122,9 @@ template <std::size_t Units, auto... Options> struct LSTM {
       for (std::size_t t = 0; t < S; ++t) {
         T* z = gates_.data() + t * B * gates;
         const T* h = states_.data() + t * B * units;
-        detail::product<T>(B, gates, features, xd + seq_.time(t) * features, std::ptrdiff_t(S * features), 1, kernel.data(), gates, 1, z, gates, false);
+        detail::product<D>(B, gates, features, xd + seq_.time(t) * features, std::ptrdiff_t(S * features), 1, kernel.data(), gates, 1, z, gates, false);
         if constexpr (has_bias) detail::add_bias(z, bias.data(), B, gates);
-        detail::product<T>(B, gates, units, h, units, 1, recurrent_kernel.data(), gates, 1, z, gates, true);
+        detail::product<D>(B, gates, units, h, units, 1, recurrent_kernel.data(), gates, 1, z, gates, true);
         const T* c_prev = cells_.data() + t * B * units;
         T* c = cells_.data() + (t + 1) * B * units;
         T* h_next = states_.data() + (t + 1) * B * units;
@@ -148,6 +149,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
     /// The backward pass through time of the forward that filled st (its input still valid), from the output's adjoint dy: the
     /// gradients of the targets that are not null (the input, then the weights).
     template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets, call_state& st) const {
+      using D = device_t<DY>;
       auto& [seq_, x_, gates_, cells_, states_, cell_out_, dh_, dc_, dz_] = st;
       const std::size_t B = seq_.batch, S = seq_.steps;
       T* dx = detail::gradient_slot(std::get<0>(grads), std::get<0>(targets));
@@ -184,11 +186,11 @@ template <std::size_t Units, auto... Options> struct LSTM {
         }
         const T* h_prev = states_.data() + t * B * units;
         const std::size_t s = seq_.time(t);
-        if (dw) detail::product<T>(features, gates, B, x_ + s * features, 1, std::ptrdiff_t(S * features), dz_.data(), gates, 1, dw, gates, true);
-        if (du) detail::product<T>(units, gates, B, h_prev, 1, units, dz_.data(), gates, 1, du, gates, true);
+        if (dw) detail::product<D>(features, gates, B, x_ + s * features, 1, std::ptrdiff_t(S * features), dz_.data(), gates, 1, dw, gates, true);
+        if (du) detail::product<D>(units, gates, B, h_prev, 1, units, dz_.data(), gates, 1, du, gates, true);
         detail::add_column_sums(db, dz_.data(), B, gates);
-        if (dx) detail::product<T>(B, features, gates, dz_.data(), gates, 1, kernel.data(), 1, gates, dx + s * features, std::ptrdiff_t(S * features), false);
-        if (t > 0) detail::product<T>(B, units, gates, dz_.data(), gates, 1, recurrent_kernel.data(), 1, gates, dh_.data(), units, false);
+        if (dx) detail::product<D>(B, features, gates, dz_.data(), gates, 1, kernel.data(), 1, gates, dx + s * features, std::ptrdiff_t(S * features), false);
+        if (t > 0) detail::product<D>(B, units, gates, dz_.data(), gates, 1, recurrent_kernel.data(), 1, gates, dh_.data(), units, false);
       }
     }
 

@@ -2,7 +2,7 @@
 /// @file
 /// @brief What LSTM and GRU share: their input [batch, timesteps, features], their output (the
 /// last step's, or every step's with return_sequences), the scalar activations of their gates, and
-/// the products of their steps (ctflow's GEMM on strided rows). Both compute their own backward
+/// the products of their steps (ctflow's matmul on strided views). Both compute their own backward
 /// pass through time (`differentiates_itself`): a step's recurrence is a loop over time, which an
 /// expression of fixed type cannot unroll for a run-time number of steps.
 
@@ -13,7 +13,6 @@
 #include <type_traits>
 #include <vector>
 
-#include <ctflow/backend/cpu/gemm.hpp>
 #include <ctflow/core/errors.hpp>
 #include <ctflow/core/tensor.hpp>
 #include <ctflow/keras/activations.hpp>
@@ -59,11 +58,16 @@ template <std::size_t Units, bool Sequences> auto recurrent_dims(const dims_t<3>
   else return dims_t<2>{in[0], Units};
 }
 
-/// C[m x n] (+)= A[m x k] * B[k x n] with strides (rsa, csa), (rsb, csb) and C's row stride ldc.
-template <class T>
+/// C[m x n] (+)= A[m x k] * B[k x n] with strides (rsa, csa), (rsb, csb) and C's row stride ldc:
+/// ctflow's matmul on views of the three, evaluated by device D (the layer's input's).
+template <class D, class T>
 void product(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb,
              std::ptrdiff_t csb, T* c, std::ptrdiff_t ldc, bool accumulate) {
-  ctflow::backend::cpu::gemm::gemm<T>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, accumulate);
+  using M = Shape<dyn, dyn>;
+  const TensorView<const T, M, D> lhs(a, {m, k}, {rsa, csa}), rhs(b, {k, n}, {rsb, csb});
+  TensorView<T, M, D> out(c, {m, n}, {ldc, 1});
+  if (accumulate) out = out + matmul(lhs, rhs);
+  else out = matmul(lhs, rhs);
 }
 
 /// z[r][j] += b[j] for rows r of n numbers.
