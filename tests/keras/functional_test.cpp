@@ -482,6 +482,19 @@ TEST_CASE("train::Checkpoint holds models: functional, Sequential with a custom 
     c.restore(path).assert_consumed();
     CHECK(relative_difference(again(view(x)), expected) == 0);
   }
+  // A model whose last layer is wider: the restore is refused, and no weight changes.
+  {
+    keras::Input<float, Shape<6, 6, 3>> inputs;
+    auto a = layers::Conv2D<4, 3, layers::same>{}(inputs);
+    auto b = layers::Conv2D<4, 3, layers::same>{}(layers::ReLU{}(layers::BatchNormalization{}(a)));
+    keras::Model wider(inputs, layers::Dense<5>{}(layers::GlobalAveragePooling2D{}(layers::Add{}(a, b))));
+    const auto before = wider.get_weights();
+    std::int64_t s = 0;
+    train::Checkpoint c{{"model", wider}, {"step", s}};
+    CHECK_THROWS_WITH(c.restore(path), Catch::Contains("'model/dense/kernel' has shape [4,3] in the file, [4,5] in the object"));
+    CHECK(keras_check::same_weights(wider.get_weights(), before));
+    CHECK(s == 0);
+  }
   // A Sequential with a custom layer (its own variables and sub-layers), and a nested model.
   keras::backend::clear_session();
   using Net = keras::Sequential<keras::Input<float, Shape<5>>, Linear<4>, MLPBlock>;
@@ -500,4 +513,35 @@ TEST_CASE("train::Checkpoint holds models: functional, Sequential with a custom 
   keras::Model outer(oi, layers::Dense<2>{}(inner(oi)));
   train::Checkpoint c3{{"outer", outer}};
   CHECK(io::safetensors::File(train::checkpoint_file(c3.save(dir + "/nested"))).contains("outer/functional/dense_1/kernel"));
+}
+
+TEST_CASE("models called on tensors and expressions; other extents are a shape_error naming the model and its input") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<28, 28, 1>>, layers::Flatten, layers::Dense<10>> seq;
+  keras::Input<float, Shape<28, 28, 1>> in;
+  keras::Model single(in, layers::Dense<10>{}(layers::Flatten{}(in)));
+  single.set_weights(seq.get_weights());
+  const auto images = random_uniform<float, Shape<dyn, 28, 28, 1>>(5, 0, 1, {3, 28, 28, 1});
+  const Tensor<float, Shape<dyn, 10>> expected = seq(images);
+  // A tensor is viewed, an expression evaluated first; the same outputs through both models.
+  CHECK(relative_difference(single(images), expected) == 0);
+  CHECK(relative_difference(seq(images * 1.f), expected) == 0);
+  CHECK(relative_difference(single(images * 1.f), expected) == 0);
+  // Extents the types leave open, wrong at run time: the message names the model and its input.
+  const Tensor<float, Shape<dyn, dyn, dyn, 1>> wrong({2, 32, 32, 1});
+  CHECK_THROWS_WITH(seq(wrong), Catch::Contains("ctflow::keras::Sequential '" + seq.name + "': its input input_layer (InputLayer) takes [None,28,28,1]; the call gives [2,32,32,1]"));
+  CHECK_THROWS_WITH(single(wrong), Catch::Contains("ctflow::keras::Functional '" + single.name + "': its input input_layer_1 (InputLayer) takes [None,28,28,1]; the call gives [2,32,32,1]"));
+  // Several inputs, as a std::tuple of tensors.
+  keras::Input<float, Shape<4>> a{.name = "a"}, b{.name = "b"};
+  keras::Model two(std::tuple{a, b}, layers::Add{}(layers::Dense<3>{}(a), layers::Dense<3>{}(b)));
+  const auto xa = random_uniform<float, Shape<dyn, 4>>(6, -1, 1, {2, 4}), xb = random_uniform<float, Shape<dyn, 4>>(7, -1, 1, {2, 4});
+  const Tensor<float, Shape<dyn, 3>> y = two(std::tuple{view(xa), view(xb)});
+  CHECK(relative_difference(two(std::tuple{xa, xb}), y) == 0);
+  CHECK(relative_difference(two(std::tuple{xa, xb * 1.f}), y) == 0);
+  const Tensor<float, Shape<dyn, dyn>> five({2, 5});
+  CHECK_THROWS_WITH(two(std::tuple{xa, five}), Catch::Contains("its input b (InputLayer) takes [None,4]; the call gives [2,5]"));
+  // Both models count their parameters through the model, as Keras does.
+  CHECK(seq.count_params() == single.count_params());
+  const auto& constant = single;
+  CHECK(constant.count_params() == 7850);
 }

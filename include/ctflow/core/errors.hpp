@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace ctflow {
 
@@ -69,8 +70,13 @@ template <auto F> constexpr auto fixed_string_of() {
 template <fixed_string Message> struct static_error;
 
 /// What a builder returns when one of its static checks failed: `auto y = builder(...);` still
-/// declares a value, so the check's message is the only error.
+/// declares a value, so the check's message is the only error. It flows on without another
+/// error: the element-wise builders, cast and the reductions take it and give it back, and a
+/// tensor is made or assigned from it silently (`Tensor<float, S> c = a * b;`), so that the mistake
+/// a user wrote is one message however the expression goes on.
 struct failed_check {};
+/// A failed check's result (an operand that already reported its error).
+template <class X> concept failed = std::is_same_v<std::remove_cvref_t<X>, failed_check>;
 
 }  // namespace detail
 }  // namespace ctflow

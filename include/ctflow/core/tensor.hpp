@@ -111,6 +111,10 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
     }
   }
 
+  /// @brief (From a failed check's result: nothing more to say, its message was the error.)
+  Tensor(detail::failed_check) {}
+  Tensor& operator=(detail::failed_check) { return *this; }
+
   Tensor(const Tensor&) = default;
   Tensor(Tensor&&) noexcept = default;
   Tensor& operator=(const Tensor& o) {
@@ -227,9 +231,9 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
       : p_(p), dims_(d), strides_(s) {
     if (!matches_static<S>(d)) throw_shape_error("ctflow::TensorView", "shapes differ", S::extents, d);
   }
-  /// @brief A view of a whole tensor.
-  template <class S2> TensorView(Tensor<value_type, S2, D>& t) : TensorView(t.data(), t.dims()) {}
-  template <class S2> requires std::is_const_v<T>
+  /// @brief A view of a whole tensor (of this rank; extents checked).
+  template <class S2> requires(S2::rank == rank) TensorView(Tensor<value_type, S2, D>& t) : TensorView(t.data(), t.dims()) {}
+  template <class S2> requires(S2::rank == rank && std::is_const_v<T>)
   TensorView(const Tensor<value_type, S2, D>& t) : TensorView(t.data(), t.dims()) {}
 
   /// @brief Writes e into the viewed memory (extents must be equal).
@@ -260,6 +264,9 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
     }
     return *this;
   }
+
+  /// @brief (A failed check's result: nothing more to say.)
+  TensorView& operator=(detail::failed_check) requires(!std::is_const_v<T>) { return *this; }
 
   /// @brief The viewed memory, the number of elements, the extents and the element strides.
   T* data() const { return p_; }

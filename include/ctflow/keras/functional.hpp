@@ -241,6 +241,18 @@ template <DType T, ShapeType S, class From> class KerasTensor {
   using shape_type = S;
   using producer = From;
   explicit KerasTensor(std::shared_ptr<detail::typed_node<T, S>> node) : node_(std::move(node)) {}
+  KerasTensor(const KerasTensor&) = default;
+  KerasTensor& operator=(const KerasTensor&) = default;
+  /// @brief (Python's `x = layer(x)`: not in C++, where each call's tensor has a type of its own,
+  /// its shape in it. The compiler says to name the result anew.)
+  template <class T2, class S2, class F2> requires(!std::is_same_v<KerasTensor<T2, S2, F2>, KerasTensor>)
+  KerasTensor& operator=(const KerasTensor<T2, S2, F2>&) {
+    CTFLOW_STATIC_CHECK((std::is_same_v<T2, void>),
+                        ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::KerasTensor: the result of a layer has a type of its own (here "),
+                                               shape_string_v<S2>, ctflow::detail::fixed_string(", the name holds "), shape_string_v<S>,
+                                               ctflow::detail::fixed_string("): give it a new name, auto y = layer(x), rather than x = layer(x)")));
+    return *this;
+  }
   /// @brief Its graph node (the layer's call that makes it).
   const std::shared_ptr<detail::typed_node<T, S>>& node() const { return node_; }
   /// @brief Keras's tensor.shape as text: "[None,28,28,1]".
@@ -542,6 +554,46 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
     graph_->run(training, !trainable);
     return outputs();
   }
+  /// @brief The same for tensors (viewed) or expressions (evaluated first): one for one input, a
+  /// std::tuple of them for several. Another dtype or rank is a compile error, other extents a
+  /// shape_error, each naming the model and the input.
+  template <class X> requires(in_list::single && Expression<X> && !std::is_same_v<std::remove_cvref_t<X>, input_type>)
+  output_type operator()(const X& x, bool training = false) {
+    return (*this)(std::tuple<const X&>(x), training);
+  }
+  template <class... X> requires(sizeof...(X) == input_count && (Expression<X> && ...) && !std::is_same_v<std::tuple<std::remove_cvref_t<X>...>, input_views>)
+  output_type operator()(const std::tuple<X...>& xs, bool training = false) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (check_input<I, std::tuple_element_t<I, std::tuple<X...>>>(), ...); }(std::make_index_sequence<input_count>{});
+    constexpr bool fits = []<std::size_t... I>(std::index_sequence<I...>) {
+      return (detail::takes_model_input<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
+                                        cpu, std::tuple_element_t<I, std::tuple<X...>>> && ...);
+    }(std::make_index_sequence<input_count>{});
+    if constexpr (!fits) {
+      return outputs();
+    } else {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (detail::check_model_input<typename std::tuple_element_t<I, in_tensors>::shape_type>(class_name, name, graph_->inputs[I]->layer->name,
+                                                                                              std::get<I>(xs).dims()),
+         ...);
+        evaluated_ = std::make_shared<std::tuple<Tensor<typename std::tuple_element_t<I, in_tensors>::value_type,
+                                                         typename std::tuple_element_t<I, in_tensors>::shape_type>...>>();
+        auto& held = *std::static_pointer_cast<std::tuple<Tensor<typename std::tuple_element_t<I, in_tensors>::value_type,
+                                                                  typename std::tuple_element_t<I, in_tensors>::shape_type>...>>(evaluated_);
+        const auto view = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+          using V = std::tuple_element_t<K, input_views>;
+          const auto& x = std::get<K>(xs);
+          if constexpr (detail::whole_tensor<decltype(x)>) return V(x.data(), x.dims());
+          else {
+            std::get<K>(held) = x;  // evaluated here, kept until the next call (backward reads it)
+            return V(std::get<K>(held).data(), std::get<K>(held).dims());
+          }
+        };
+        set_inputs(input_views(view(std::integral_constant<std::size_t, I>{})...));
+      }(std::make_index_sequence<input_count>{});
+      graph_->run(training, !trainable);
+      return outputs();
+    }
+  }
   /// @brief The model called as a layer on symbolic tensors: its graph, on them, as one layer of
   /// another model.
   template <class... X> requires(sizeof...(X) == input_count && (detail::symbolic<X> && ...))
@@ -601,10 +653,11 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
 
   /// @brief The layers at run time, in Keras's order (the InputLayers included).
   std::vector<layer_info<value_type>> layers() { return graph_->describe_layers(); }
-  /// @brief The number of the model's parameters.
-  std::size_t count_params() {
+  /// @brief The number of the model's parameters (`model.count_params()`, as a Sequential's; a
+  /// Sequential's is also known to the compiler, `Net::count_params()`).
+  std::size_t count_params() const {
     std::size_t n = 0;
-    for (const auto& l : layers()) n += l.param_count();
+    for (const auto& l : graph_->describe_layers()) n += l.param_count();
     return n;
   }
   /// @brief The layer named `layer_name` (its name, trainable flag and class), as Keras's get_layer.
@@ -643,6 +696,13 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
     std::apply([&](const auto&... k) { (out.push_back(k.node()), ...); }, t);
     return out;
   }
+  /// The static check of input I called on X (its message names the model and the input).
+  template <std::size_t I, class X> static void check_input() {
+    using K = std::tuple_element_t<I, in_tensors>;
+    CTFLOW_STATIC_CHECK((detail::takes_model_input<typename K::value_type, typename K::shape_type, cpu, X>),
+                        (detail::model_input_message<Model, typename K::value_type, typename K::shape_type, X>()));
+  }
+  std::shared_ptr<void> evaluated_;  // the inputs a call evaluated, kept until the next call
   void set_inputs(const input_views& x) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((static_cast<detail::input_node<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type>&>(

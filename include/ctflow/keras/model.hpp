@@ -18,6 +18,46 @@
 
 namespace ctflow::keras {
 
+namespace detail {
+
+/// The message of a model of class Cls whose Input takes dtype T and shape S, called on X.
+template <class Cls, class T, class S, class X> constexpr auto model_input_message() {
+  using ctflow::detail::concat;
+  using ctflow::detail::fixed_string;
+  using ctflow::detail::fixed_string_of;
+  return concat(fixed_string("ctflow::keras::"), fixed_string_of<[] { return Cls::class_name; }>(), fixed_string(": its Input takes "),
+                fixed_string_of<dtype_name<T>>(), fixed_string(" "), shape_string_v<S>, fixed_string("; the call gives "),
+                fixed_string_of<dtype_name<value_t<X>>>(), fixed_string(" "), shape_string_v<shape_t<X>>);
+}
+
+/// Whether an expression X can be a model's input of dtype T, shape S on device D (its static
+/// extents; dyn ones are checked at run time).
+template <class T, class S, class D, class X> inline constexpr bool takes_model_input =
+    std::is_same_v<value_t<X>, T> && same_device_v<device_t<X>, D> && S::rank == shape_t<X>::rank && []() {
+      if constexpr (S::rank != shape_t<X>::rank) return false;
+      else {
+        for (int i = 0; i < S::rank; ++i) {
+          const auto a = S::extents[std::size_t(i)], b = shape_t<X>::extents[std::size_t(i)];
+          if (a != b && a != dyn && b != dyn) return false;
+        }
+        return true;
+      }
+    }();
+
+/// Whether X is a tensor that owns its memory (contiguous: a model views it, with no copy).
+template <class X> concept whole_tensor = is_leaf_v<std::remove_cvref_t<X>> && requires { requires !std::remove_cvref_t<X>::is_view; };
+
+/// The run-time check of a model's input: the error names the model (its class and name) and its
+/// input layer, and both shapes.
+template <class S, std::size_t R>
+void check_model_input(const char* cls, const std::string& model, const std::string& input, const dims_t<R>& d) {
+  if (!matches_static<S>(d))
+    throw shape_error(std::string("ctflow::keras::") + cls + " '" + model + "': its input " + input + " (InputLayer) takes " + format_dims(S::extents) +
+                      "; the call gives " + format_dims(d));
+}
+
+}  // namespace detail
+
 /// @brief The methods every model shares. Derived (the model, a CRTP argument) gives `layers()`
 /// (its layer_info list), `name` and `trainable`; T is its weights' dtype.
 template <class Derived, class T> class model_base {

@@ -106,11 +106,21 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   output_view operator()(const input_view& x, bool training = false) {
     return run_from<0>(x, training);
   }
-  /// @brief The same for any expression of the input's dtype and shape (evaluated first).
-  template <Expression X> requires(!std::is_convertible_v<const X&, input_view>)
+  /// @brief The same for a tensor (viewed) or any expression (evaluated first) of the input's
+  /// dtype and shape: another dtype or rank is a compile error, other extents a shape_error
+  /// naming the model and its input.
+  template <Expression X> requires(!std::is_same_v<std::remove_cvref_t<X>, input_view>)
   output_view operator()(const X& x, bool training = false) {
-    input_tensor_ = x;
-    return (*this)(input_view(input_tensor_.data(), input_tensor_.dims()), training);
+    constexpr bool fits = detail::takes_model_input<input_value_type, input_shape, cpu, X>;
+    CTFLOW_STATIC_CHECK(fits, (detail::model_input_message<Sequential, input_value_type, input_shape, X>()));
+    if constexpr (!fits) {
+      return std::get<size - 1>(layers_).output();
+    } else {
+      detail::check_model_input<input_shape>(class_name, name, input_spec_.name, x.dims());
+      if constexpr (detail::whole_tensor<X>) return (*this)(input_view(x.data(), x.dims()), training);
+      input_tensor_ = x;
+      return (*this)(input_view(input_tensor_.data(), input_tensor_.dims()), training);
+    }
   }
 
   /// @brief The backward pass of the last training call: from dy, the adjoint of the output, every

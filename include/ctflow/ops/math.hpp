@@ -43,6 +43,10 @@ template <class L, class R, fixed_string Op> constexpr bool check_binary() {
   }
 }
 
+/// Whether check_binary holds (as a constant: the check itself reports).
+template <class L, class R> inline constexpr bool binary_ok =
+    same_device_v<device_t<L>, device_t<R>> && std::is_same_v<value_t<L>, value_t<R>> && broadcastable_v<shape_t<L>, shape_t<R>>;
+
 /// A C++ number becomes a Scalar of the other operand's dtype.
 template <class X, class Other> struct operand { using type = X; };
 template <Number X, class Other> struct operand<X, Other> { using type = expr::Scalar<value_t<Other>>; };
@@ -57,7 +61,8 @@ template <class F, fixed_string Op, class L, class R> auto make_binary(L&& l, R&
   using A = operand_t<L, R>;
   using B = operand_t<R, L>;
   check_binary<A, B, Op>();
-  return expr::Binary<F, A, B>{{}, as_operand<R>(std::forward<L>(l)), as_operand<L>(std::forward<R>(r))};
+  if constexpr (!binary_ok<A, B>) return failed_check{};
+  else return expr::Binary<F, A, B>{{}, as_operand<R>(std::forward<L>(l)), as_operand<L>(std::forward<R>(r))};
 }
 
 template <class T> inline constexpr bool float_packet = std::is_floating_point_v<T>;
@@ -68,6 +73,12 @@ template <class T> inline constexpr bool any_packet = true;
 /// @brief Either operand of a binary op: an expression, or a number when the other is one.
 template <class L, class R> concept BinaryOperands =
     (Expression<L> && Operand<R>) || (Number<L> && Expression<R>);
+
+namespace detail {
+/// Operands of which one is a failed check's result (the others anything an op takes).
+template <class L, class R> concept failed_operands =
+    (failed<L> && (Operand<R> || failed<R>)) || (failed<R> && Operand<L>);
+}  // namespace detail
 
 namespace ops {
 
@@ -184,7 +195,8 @@ CTFLOW_BINARY_FUNCTOR(pow, keep_dtype, float_packet,
   template <Expression E> auto NAME(E&& e) {                                                   \
     CHECK;                                                                                     \
     return expr::Unary<ops::NAME##_fn, E>{{}, std::forward<E>(e)};                             \
-  }
+  }                                                                                            \
+  inline detail::failed_check NAME(detail::failed_check) { return {}; }
 #define CTFLOW_FLOAT_CHECK(NAME) detail::require_floating<E, detail::fixed_string("ctflow::" #NAME)>()
 
 /// @brief Element-wise functions of tf.math / tf.nn. The floating ones reject integer dtypes.
@@ -239,12 +251,15 @@ template <DType To, Expression E> auto cast(E&& e) {
   if constexpr (std::is_same_v<To, value_t<E>>) return std::remove_cvref_t<E>(std::forward<E>(e));
   else return expr::Unary<ops::cast_fn<To>, E>{{}, std::forward<E>(e)};
 }
+template <DType To> detail::failed_check cast(detail::failed_check) { return {}; }
 
 #define CTFLOW_BINARY_BUILDER(NAME)                                                            \
   template <class L, class R> requires BinaryOperands<L, R>                                    \
   auto NAME(L&& l, R&& r) {                                                                    \
     return detail::make_binary<ops::NAME##_fn, detail::fixed_string("ctflow::" #NAME)>(std::forward<L>(l), std::forward<R>(r)); \
-  }
+  }                                                                                            \
+  template <class L, class R> requires detail::failed_operands<L, R>                           \
+  detail::failed_check NAME(const L&, const R&) { return {}; }
 
 /// @brief Element-wise binary ops with broadcasting (tf.math names).
 CTFLOW_BINARY_BUILDER(add)
@@ -277,6 +292,15 @@ template <class L, class R> requires BinaryOperands<L, R> auto operator<=(L&& l,
 template <class L, class R> requires BinaryOperands<L, R> auto operator>(L&& l, R&& r) { return greater(std::forward<L>(l), std::forward<R>(r)); }
 template <class L, class R> requires BinaryOperands<L, R> auto operator>=(L&& l, R&& r) { return greater_equal(std::forward<L>(l), std::forward<R>(r)); }
 template <Expression E> auto operator-(E&& e) { return negative(std::forward<E>(e)); }
+namespace detail {
+// Arithmetic on a failed check's result gives it back (found by argument-dependent lookup): its
+// message stays the only error.
+template <class L, class R> requires failed_operands<L, R> failed_check operator+(const L&, const R&) { return {}; }
+template <class L, class R> requires failed_operands<L, R> failed_check operator-(const L&, const R&) { return {}; }
+template <class L, class R> requires failed_operands<L, R> failed_check operator*(const L&, const R&) { return {}; }
+template <class L, class R> requires failed_operands<L, R> failed_check operator/(const L&, const R&) { return {}; }
+inline failed_check operator-(failed_check) { return {}; }
+}  // namespace detail
 
 /// @brief tf.where(condition, x, y): x where condition holds, y elsewhere, all broadcast.
 template <Expression C, class A, class B> requires BinaryOperands<A, B>

@@ -109,7 +109,9 @@ template <template <class> class Op, bool Keep, bool Mean, int... Axes, class E>
   template <int... Axes, Expression E> auto NAME(E&& e, keepdims_t) {                                \
     CHECK;                                                                                           \
     return ops::make_reduce<ops::OP, true, MEAN, Axes...>(std::forward<E>(e));                       \
-  }
+  }                                                                                                  \
+  template <int... Axes> detail::failed_check NAME(detail::failed_check) { return {}; }              \
+  template <int... Axes> detail::failed_check NAME(detail::failed_check, keepdims_t) { return {}; }
 
 #define CTFLOW_NUMERIC CTFLOW_STATIC_CHECK((!std::is_same_v<value_t<E>, bool>), detail::fixed_string("ctflow::reduce: needs a numeric dtype, got bool"))
 #define CTFLOW_BOOLEAN CTFLOW_STATIC_CHECK((std::is_same_v<value_t<E>, bool>), detail::fixed_string("ctflow::reduce_any/reduce_all: need a bool tensor"))

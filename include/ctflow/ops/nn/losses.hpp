@@ -134,7 +134,8 @@ template <Expression L, Expression X> auto sparse_softmax_cross_entropy_with_log
   using ctflow::detail::concat;
   using ctflow::detail::fixed_string;
   CTFLOW_STATIC_CHECK(is_floating_v<T>, fixed_string("ctflow::nn::sparse_softmax_cross_entropy_with_logits: logits must be floating"));
-  CTFLOW_STATIC_CHECK(is_integer_v<I>, fixed_string("ctflow::nn::sparse_softmax_cross_entropy_with_logits: labels must be integers"));
+  CTFLOW_STATIC_CHECK(is_integer_v<I>, concat(fixed_string("ctflow::nn::sparse_softmax_cross_entropy_with_logits: labels must be integers, got "),
+                                              ctflow::detail::fixed_string_of<dtype_name<I>>(), fixed_string("; convert them with ctflow::cast<std::int32_t>")));
   constexpr bool shapes_ok = detail::label_shape_ok<SL, SX>();
   CTFLOW_STATIC_CHECK(shapes_ok, concat(fixed_string("ctflow::nn::sparse_softmax_cross_entropy_with_logits: labels must have the shape of "
                                                      "logits without its last axis: "),
