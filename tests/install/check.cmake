@@ -2,7 +2,8 @@
 # projects that find it with find_package(ctflow): CONSUMER/core, of the core alone, with the
 # components' dependencies hidden from it; CONSUMER, of the components data and io, built with
 # the umbrella headers precompiled; CONSUMER/compiled, the same program built against the
-# compiled parts (ctflow_add_compiled_library); and CONSUMER/keras, of the keras component alone.
+# compiled parts (ctflow_add_compiled_library); and CONSUMER/keras, of the keras component alone,
+# built once by CMake and once by one compiler line with pkg-config's flags (CXX, PKG_CONFIG).
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK}/prefix RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -43,4 +44,24 @@ endif()
 consumer(keras ${CONSUMER}/keras keras_consumer)
 if(NOT out MATCHES "keras 58 0")
   message(FATAL_ERROR "the keras consumer printed: ${out}")
+endif()
+
+# Without CMake: the keras consumer built by the line docs/getting-started.md gives.
+set(ENV{PKG_CONFIG_PATH} "${WORK}/prefix/${LIBDIR}/pkgconfig")
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs ctflow-keras OUTPUT_VARIABLE flags RESULT_VARIABLE rc
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config --cflags --libs ctflow-keras failed: ${err}")
+endif()
+if(NOT flags MATCHES "-I${WORK}/prefix/[^ ]*include" OR NOT flags MATCHES "-std=c\\+\\+20")
+  message(FATAL_ERROR "pkg-config gives unexpected flags: ${flags}")
+endif()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+execute_process(COMMAND ${CXX} -O1 ${CONSUMER}/keras/consumer.cpp -o ${WORK}/pkg_config_consumer ${flags} RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the compiler line from pkg-config failed: ${err}")
+endif()
+execute_process(COMMAND ${WORK}/pkg_config_consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "keras 58 0")
+  message(FATAL_ERROR "the pkg-config consumer printed: ${out}")
 endif()
