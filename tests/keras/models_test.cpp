@@ -199,6 +199,22 @@ TEST_CASE("a load that fails changes no weight, for every kind of file (the bad 
   }
 }
 
+TEST_CASE("a Sequential in train::Checkpoint: Keras's weights, moving statistics included, restore into a fresh model") {
+  keras::backend::clear_session();
+  BnModel model, fresh;
+  model.load_weights(data("weights/batch_normalization.weights.h5"));
+  const std::string dir = scratch("sequential_ckpt");
+  std::filesystem::create_directories(dir);
+  train::Checkpoint saver{{"model", model}};
+  const std::string path = saver.save(dir + "/ckpt");
+  CHECK(io::safetensors::File(train::checkpoint_file(path)).contains("model/batch_normalization/moving_variance"));
+  train::Checkpoint loader{{"model", fresh}};
+  loader.restore(path).assert_consumed();
+  CHECK(keras_check::same_weights(fresh.get_weights(), model.get_weights()));
+  const io::safetensors::File f(data("weights/batch_normalization.safetensors"));
+  CHECK(relative_difference(fresh(f.get<float, Shape<dyn, 8>>("x")), f.get<float, Shape<dyn, 2>>("y")) < 2e-5);
+}
+
 TEST_CASE("set_weights checks the number and shapes of the values") {
   keras::backend::clear_session();
   BnModel model;

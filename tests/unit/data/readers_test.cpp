@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include <jpeglib.h>
 #include <sys/resource.h>
@@ -15,6 +16,8 @@
 
 #include <ctflow/ctflow.hpp>
 #include <ctflow/data.hpp>
+
+#include <ctflow/io/safetensors.hpp>
 
 #include "../test_files.hpp"
 
@@ -387,6 +390,31 @@ long peak_rss_kb() {
 }
 
 }  // namespace
+
+TEST_CASE("every reader tells a missing file, a directory and a file of another kind apart") {
+  const std::string missing = temp_path("missing.bin"), directory = test_files::temp_dir("ctflow_readers_dir");
+  spit(temp_path("text.bin"), "not any format at all, only text\n");
+  const auto reads = [](auto&& read) {
+    try {
+      read();
+    } catch (const io_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const auto& [name, read] : std::vector<std::pair<std::string, std::function<void(const std::string&)>>>{
+           {"TFRecordDataset", [](const std::string& p) { for (const auto& r : data::TFRecordDataset(p)) (void)r; }},
+           {"TFRecordDataset GZIP", [](const std::string& p) { for (const auto& r : data::TFRecordDataset(p, "GZIP")) (void)r; }},
+           {"CsvDataset", [](const std::string& p) { for (const auto& r : data::CsvDataset<float>(p, {0.f})) (void)r; }},
+           {"read_idx", [](const std::string& p) { (void)data::read_idx<std::uint8_t, 1>(p); }},
+           {"safetensors", [](const std::string& p) { (void)io::safetensors::File(p); }}}) {
+    INFO(name);
+    CHECK_THAT(reads([&] { read(missing); }), Catch::Contains("cannot open " + missing + ": the file does not exist"));
+    CHECK_THAT(reads([&] { read(directory); }), Catch::Contains("cannot read " + directory + ": it is a directory, not a file"));
+    const std::string malformed = reads([&] { read(temp_path("text.bin")); });
+    CHECK_THAT(malformed, !Catch::Contains("does not exist") && !Catch::Contains("directory"));
+  }
+}
 
 TEST_CASE("decode_jpeg on hostile files: sizes checked before decoding, the decoder's memory bounded, truncation an error") {
   const std::string baseline = gray_jpeg(64, 48, false), progressive = gray_jpeg(64, 48, true);
