@@ -27,6 +27,35 @@ namespace {
 
 using test_files::slurp;
 using test_files::spit;
+/// pixels [h, w, channels] (1: gray, 3: RGB) as a JPEG made by libjpeg at a quality, baseline or
+/// progressive (jpeg_simple_progression).
+std::string jpeg_of(const std::vector<std::uint8_t>& pixels, std::size_t h, std::size_t w, int channels, int quality, bool progressive) {
+  jpeg_compress_struct cinfo{};
+  jpeg_error_mgr jerr{};
+  cinfo.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&cinfo);
+  unsigned char* mem = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &mem, &size);
+  cinfo.image_width = JDIMENSION(w);
+  cinfo.image_height = JDIMENSION(h);
+  cinfo.input_components = channels;
+  cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, quality, TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<std::uint8_t*>(pixels.data()) + cinfo.next_scanline * w * std::size_t(channels);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  std::string out(reinterpret_cast<const char*>(mem), size);
+  jpeg_destroy_compress(&cinfo);
+  std::free(mem);
+  return out;
+}
+
 std::string temp_path(const std::string& name) {
   static const std::string dir = test_files::temp_dir("ctflow_readers");
   return dir + "/" + name;
@@ -309,28 +338,7 @@ TEST_CASE("PNG and JPEG: round trips, channel conversion, corrupt data") {
   const std::size_t h = 16, w = 24;
   std::vector<std::uint8_t> src(h * w * 3);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint8_t((i / 3 % w) * 6 + (i / 3 / w) * 2 + (i % 3) * 40);  // smooth: no wrap-around
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr jerr{};
-  cinfo.err = jpeg_std_error(&jerr);
-  jpeg_create_compress(&cinfo);
-  unsigned char* mem = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &mem, &size);
-  cinfo.image_width = JDIMENSION(w);
-  cinfo.image_height = JDIMENSION(h);
-  cinfo.input_components = 3;
-  cinfo.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, 100, TRUE);
-  jpeg_start_compress(&cinfo, TRUE);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = src.data() + cinfo.next_scanline * w * 3;
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  const std::string jpg(reinterpret_cast<const char*>(mem), size);
-  jpeg_destroy_compress(&cinfo);
-  std::free(mem);
+  const std::string jpg = jpeg_of(src, h, w, 3, 100, false);
   const auto dec = io::decode_jpeg(jpg);
   REQUIRE(dec.dims() == dims_t<3>{h, w, 3});
   int worst = 0;
@@ -343,33 +351,11 @@ TEST_CASE("PNG and JPEG: round trips, channel conversion, corrupt data") {
 
 namespace {
 
-/// A JPEG of a gray gradient made by libjpeg: baseline, or progressive (jpeg_simple_progression).
+/// A JPEG of a gray gradient made by libjpeg: baseline, or progressive.
 std::string gray_jpeg(std::size_t h, std::size_t w, bool progressive) {
   std::vector<std::uint8_t> src(h * w);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint8_t(i % w * 7 + i / w * 3);
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr jerr{};
-  cinfo.err = jpeg_std_error(&jerr);
-  jpeg_create_compress(&cinfo);
-  unsigned char* mem = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &mem, &size);
-  cinfo.image_width = JDIMENSION(w);
-  cinfo.image_height = JDIMENSION(h);
-  cinfo.input_components = 1;
-  cinfo.in_color_space = JCS_GRAYSCALE;
-  jpeg_set_defaults(&cinfo);
-  if (progressive) jpeg_simple_progression(&cinfo);
-  jpeg_start_compress(&cinfo, TRUE);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = src.data() + cinfo.next_scanline * w;
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  std::string out(reinterpret_cast<const char*>(mem), size);
-  jpeg_destroy_compress(&cinfo);
-  std::free(mem);
-  return out;
+  return jpeg_of(src, h, w, 1, 75, progressive);
 }
 
 /// The JPEG with its frame header's (SOF0 or SOF2) height and width replaced.
