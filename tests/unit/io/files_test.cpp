@@ -176,6 +176,9 @@ TEST_CASE("hdf5: the objects h5py writes read back alike in libhdf5's earliest a
       for (int c = 0; c < 2; ++c) partial[std::size_t(r * 5 + c)] = 100 + r * 2 + c;
     CHECK(read<double>(f, "partial") == partial);
     CHECK(read<double>(f, "two_unlimited") == range(12));
+    CHECK(read<double>(f, "fletcher_first") == range(10));  // Fletcher-32 first: deflate holds 4 bytes more
+    CHECK(read<double>(f, "early") == range(12));           // implicit chunks over a larger maximum shape
+    CHECK(read<double>(f, "unallocated") == std::vector<double>(4, 3.0));
     // Compact storage, byte orders, half precision, integers, a scalar, nothing, the fill value.
     CHECK(read<double>(f, "compact") == range(6));
     CHECK(read<double>(f, "big_endian") == range(5, 0.25));
@@ -213,6 +216,13 @@ TEST_CASE("hdf5: the objects h5py writes read back alike in libhdf5's earliest a
   const h5::File latest(variants("latest"));
   std::vector<float> v(4);
   CHECK_THROWS_WITH(latest.read("one_unlimited", v.data()), Catch::Contains("an extensible array"));
+}
+
+TEST_CASE("hdf5: links that name one another cannot multiply the work of resolving a path") {
+  const h5::File f(std::string(CTFLOW_IO_DATA) + "/hdf5/links.h5");
+  CHECK(read<double>(f, "s0/s0/leaf") == range(3));  // the root, through its link to itself
+  CHECK(read<double>(f, "s2/leaf") == range(3));      // 8 x 8 steps
+  CHECK_THROWS_WITH(f.contains("s10"), Catch::Contains("more than 65536 steps"));
 }
 
 TEST_CASE("hdf5: a missing file, a directory and a file of another kind are told apart") {

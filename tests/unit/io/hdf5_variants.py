@@ -36,6 +36,23 @@ def write(path, libver):
         dcpl.set_layout(h5py.h5d.COMPACT)
         space = h5py.h5s.create_simple((6,))
         h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I16LE, space, dcpl).write(h5py.h5s.ALL, h5py.h5s.ALL, np.arange(6, dtype="<i2"))
+        # Fletcher-32 first in the pipeline (as older h5py put it), then shuffle and deflate.
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_fletcher32()
+        dcpl.set_shuffle()
+        dcpl.set_deflate(4)
+        space = h5py.h5s.create_simple((10,))
+        h5py.h5d.create(f.id, b"fletcher_first", h5py.h5t.IEEE_F32LE, space, dcpl).write(h5py.h5s.ALL, h5py.h5s.ALL, np.arange(10, dtype="<f4"))
+        # Chunks allocated at creation over a maximum shape larger than the shape: libver="latest"
+        # indexes them implicitly, by their place in the grid of the maximum shape.
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((2, 2))
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        space = h5py.h5s.create_simple((3, 4), (6, 8))
+        h5py.h5d.create(f.id, b"early", h5py.h5t.IEEE_F32LE, space, dcpl).write(h5py.h5s.ALL, h5py.h5s.ALL, np.arange(12, dtype="<f4").reshape(3, 4))
+        # One chunk never written: its fill value.
+        f.create_dataset("unallocated", shape=(2, 2), chunks=(2, 2), dtype="f4", fillvalue=3.0)
         f.create_dataset("big_endian", data=np.arange(5, dtype=">f8") / 4)
         f.create_dataset("half", data=np.array([0.5, -2.0, 65504, 2.0 ** -24], dtype="f2"))
         f.create_dataset("uint8", data=np.array([0, 200, 255], dtype="u1"))
@@ -61,10 +78,21 @@ def write(path, libver):
             f.create_dataset("one_unlimited", data=np.arange(4, dtype="f4"), maxshape=(None,), chunks=(2,))
 
 
+def links(path):
+    """A root group linked to itself (s0), and soft links each naming the one before eight times
+    over (s2 -> "s1/s1/.../s1"): resolving s10 naively walks 8^10 links."""
+    with h5py.File(path, "w") as f:
+        f["s0"] = f["/"]
+        f.create_dataset("leaf", data=np.arange(3, dtype="f4"))
+        for i in range(1, 11):
+            f[f"s{i}"] = h5py.SoftLink("/".join([f"s{i - 1}"] * 8))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for libver in ("earliest", "latest"):
         write(os.path.join(OUT, f"variants_{libver}.h5"), libver)
+    links(os.path.join(OUT, "links.h5"))
 
 
 if __name__ == "__main__":

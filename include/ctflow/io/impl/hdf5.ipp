@@ -132,6 +132,8 @@ struct layout {
   std::uint32_t single_mask = 0;
   unsigned page_bits = 0;  // a fixed array's pages hold 2^page_bits chunks
   std::uint64_t element = 0;  // chunked: the element size the layout gives
+  bool edge_unfiltered = false;  // chunked, version 4: partial edge chunks are stored without filters
+  bool sized = true;             // contiguous: the message gives the size (versions 1 and 2 do not)
 };
 
 struct filter {
@@ -149,7 +151,18 @@ struct file_state {
   mutable std::map<std::uint64_t, std::shared_ptr<const object_header>> headers;
   mutable std::map<std::uint64_t, std::shared_ptr<const std::map<std::string, link>>> groups;
   mutable std::map<std::uint64_t, std::shared_ptr<const global_heap>> global_heaps;
+  mutable std::map<std::uint64_t, std::shared_ptr<const std::vector<attribute_ref>>> attribute_lists;
   mutable std::set<std::uint64_t> verified_blocks;
+  // The metadata parsed so far (bytes of structures, records, names), against a budget of a
+  // multiple of the file's size: structures that overlap or point at one another over and over
+  // cannot make the reader do more work than the file's size justifies. Every structure is
+  // parsed once (the caches above), so a well-formed file stays far below it.
+  mutable std::uint64_t work = 0;
+  void spend(std::uint64_t bytes, std::uint64_t at) const {
+    work += bytes;
+    if (work > 64 * size() + (std::uint64_t(64) << 20))
+      fail(at, "the file's structures refer to the same bytes over and over (more than 64 times its size parsed)");
+  }
 
   [[noreturn]] void fail(std::uint64_t offset, const std::string& why) const { ctflow::detail::throw_io(what, name, offset, why); }
 
@@ -176,22 +189,25 @@ struct file_state {
     return base + relative;
   }
   void check_sum(std::uint64_t at, std::uint64_t n, const char* structure) const {
-    need(at, n + 4, structure);
+    need(at, n, structure);
+    need(at + n, 4, structure);
+    spend(n, at);
     const std::uint32_t stored = std::uint32_t(le(at + n, 4));
     if (lookup3(bytes.data() + at, std::size_t(n)) != stored) fail(at, std::string(structure) + ": checksum mismatch (the data is damaged)");
   }
 
   std::shared_ptr<const object_header> header(std::uint64_t address) const;
   std::shared_ptr<const std::map<std::string, link>> links(std::uint64_t address) const;
-  std::vector<attribute_ref> attributes(std::uint64_t address) const;
-  std::uint64_t resolve(std::string_view path, bool must_exist, int depth = 0) const;
+  std::shared_ptr<const std::vector<attribute_ref>> attributes(std::uint64_t address) const;
+  std::uint64_t resolve(std::string_view path, bool must_exist) const;
+  std::uint64_t resolve_from(std::uint64_t at, std::string_view path, bool must_exist, int depth, std::uint64_t& steps) const;
   ElementType element_type(std::uint64_t at, std::uint64_t size, int depth = 0) const;
   ValueInfo dataspace(std::uint64_t at, std::uint64_t size, std::vector<std::uint64_t>* max_shape = nullptr) const;
   std::pair<std::uint64_t, std::uint64_t> shared_message(std::uint64_t at, std::uint64_t size, std::uint16_t type) const;
   std::pair<std::uint64_t, std::uint64_t> heap_object(std::uint64_t collection, std::uint32_t index) const;
   fractal_heap heap_header(std::uint64_t address) const;
   std::pair<std::uint64_t, std::uint64_t> managed_object(const fractal_heap& h, const std::uint8_t* id) const;
-  void btree2_records(std::uint64_t address, std::uint8_t type, const std::function<void(std::uint64_t)>& record) const;
+  void btree2_records(std::uint64_t address, std::uint8_t type, std::uint64_t record_bytes, const std::function<void(std::uint64_t)>& record) const;
   void v1_group_tree(std::uint64_t node, std::uint64_t heap_data, std::uint64_t heap_size, std::map<std::string, link>& out, int level,
                      std::set<std::uint64_t>& seen) const;
   void parse_link(std::uint64_t at, std::uint64_t size, std::map<std::string, link>& out) const;
@@ -234,6 +250,7 @@ inline std::shared_ptr<const object_header> file_state::header(std::uint64_t add
   };
   std::vector<block> pending;
   std::set<std::uint64_t> seen{address};
+  std::uint64_t blocks_bytes = 0;  // at most the file's size: blocks cannot overlap to multiply messages
   bool v2 = false;
   unsigned message_header = 8;
   bool creation_order = false;
@@ -264,6 +281,9 @@ inline std::shared_ptr<const object_header> file_state::header(std::uint64_t add
   }
   for (std::size_t b = 0; b < pending.size(); ++b) {
     if (b > 65536) fail(address, "an object header of more than 65536 blocks");
+    blocks_bytes += pending[b].end - pending[b].begin;
+    if (blocks_bytes > size()) fail(address, "an object header's blocks overlap (more bytes than the file)");
+    spend(pending[b].end - pending[b].begin, pending[b].begin);
     cursor c{*this, pending[b].begin, pending[b].end, "an object header message"};
     while (c.left() >= message_header) {
       message m;
@@ -403,6 +423,7 @@ inline std::string heap_name(const file_state& f, std::uint64_t data, std::uint6
   const auto* p = f.bytes.data() + data + offset;
   const void* nul = std::memchr(p, 0, std::size_t(size - offset));
   if (!nul) f.fail(data + offset, "a name in a local heap has no terminating NUL");
+  f.spend(std::uint64_t(static_cast<const std::uint8_t*>(nul) - p), data + offset);
   return std::string(reinterpret_cast<const char*>(p), static_cast<const std::uint8_t*>(nul) - p);
 }
 
@@ -417,6 +438,7 @@ inline void file_state::v1_group_tree(std::uint64_t node, std::uint64_t heap_dat
   const std::uint64_t entries = c.u(2);
   c.skip(2 * O);  // siblings
   c.skip(L);      // key 0
+  spend(entries * (O + L), node);
   for (std::uint64_t i = 0; i < entries; ++i) {
     const std::uint64_t child = c.offset();
     c.skip(L);
@@ -430,6 +452,7 @@ inline void file_state::v1_group_tree(std::uint64_t node, std::uint64_t heap_dat
     if (s.u(1) != 1) fail(child, "symbol table node version is not 1");
     s.skip(1);
     const std::uint64_t symbols = s.u(2);
+    spend(symbols * (2 * O + 24), child);
     for (std::uint64_t k = 0; k < symbols; ++k) {
       const std::uint64_t name_offset = s.u(O), address = s.offset(), cache = s.u(4);
       s.skip(4);
@@ -444,6 +467,7 @@ inline void file_state::v1_group_tree(std::uint64_t node, std::uint64_t heap_dat
 }
 
 inline void file_state::parse_link(std::uint64_t at, std::uint64_t size_, std::map<std::string, link>& out) const {
+  spend(size_, at);
   cursor c{*this, at, at + size_, "a link message"};
   if (c.u(1) != 1) fail(at, "link message version is not 1");
   const unsigned flags = unsigned(c.u(1));
@@ -496,7 +520,7 @@ inline std::shared_ptr<const std::map<std::string, link>> file_state::links(std:
     if (heap != undef) {
       // Dense storage: link messages in a fractal heap, indexed by name in a version 2 B-tree.
       const fractal_heap fh = heap_header(heap);
-      btree2_records(names, 5, [&](std::uint64_t record) {
+      btree2_records(names, 5, 4 + fh.id_length, [&](std::uint64_t record) {
         need(record + 4, fh.id_length, "a link name record");
         const auto [at, n] = managed_object(fh, bytes.data() + record + 4);
         parse_link(at, n, *out);
@@ -538,6 +562,8 @@ inline fractal_heap file_state::heap_header(std::uint64_t address) const {
     fail(address, "a fractal heap of impossible sizes");
   h.start_bits = log2_floor(h.start_block);
   h.first_row_bits = h.start_bits + log2_floor(h.width);
+  if (h.first_row_bits >= 63 || h.first_row_bits > max_heap_bits || log2_floor(h.max_direct) >= 63)
+    fail(address, "a fractal heap whose first row is larger than the heap");
   h.max_direct_rows = log2_floor(h.max_direct) - h.start_bits + 2;
   h.offset_size = (max_heap_bits + 7) / 8;
   h.length_size = std::min((log2_floor(h.max_direct) + 7) / 8, limit_bytes(max_managed));
@@ -579,21 +605,22 @@ inline std::pair<std::uint64_t, std::uint64_t> file_state::managed_object(const 
       if (!signature(block, "FHIB")) fail(block, "not a fractal heap indirect block");
       const std::uint64_t rel = offset - base;
       if (offset < base) fail(block, "a heap object's offset lies before its block");
-      unsigned row;
-      std::uint64_t col;
-      if (rel < h.start_block * h.width) {
-        row = 0;
-        col = rel / h.start_block;
-      } else {
-        const unsigned hb = log2_floor(rel);
-        row = hb - h.first_row_bits + 1;
-        col = (rel - (std::uint64_t(1) << hb)) / h.row_size(row);
-      }
-      if (row >= rows || row >= 64) fail(block, "a heap object's offset lies past its indirect block");
+      unsigned row = 0;
+      if (rel >= h.start_block * h.width) row = log2_floor(rel) - h.first_row_bits + 1;
+      if (row >= rows || row >= 63 - h.start_bits) fail(block, "a heap object's offset lies past its indirect block");
+      const std::uint64_t col = row == 0 ? rel / h.start_block : (rel - h.row_offset(row)) / h.row_size(row);
+      if (col >= h.width) fail(block, "a heap object's offset lies past its indirect block");
       const std::uint64_t direct_entries = std::uint64_t(std::min(rows, h.max_direct_rows)) * h.width;
       const std::uint64_t indirect_entries = rows > h.max_direct_rows ? std::uint64_t(rows - h.max_direct_rows) * h.width : 0;
       const std::uint64_t header = 4 + 1 + O + h.offset_size, entries_size = (direct_entries + indirect_entries) * O;
-      check_sum(block, header + entries_size, "a fractal heap indirect block");
+      if (verified_blocks.insert(block).second) {  // each indirect block's checksum verified once
+        try {
+          check_sum(block, header + entries_size, "a fractal heap indirect block");
+        } catch (...) {
+          verified_blocks.erase(block);
+          throw;
+        }
+      }
       const std::uint64_t e = row * std::uint64_t(h.width) + col;
       const std::uint64_t child = absolute(le(block + header + e * O, O));
       const std::uint64_t child_base = base + h.row_offset(row) + col * h.row_size(row);
@@ -604,6 +631,7 @@ inline std::pair<std::uint64_t, std::uint64_t> file_state::managed_object(const 
         break;
       }
       base = child_base;
+      if (log2_floor(h.row_size(row)) < h.first_row_bits) fail(block, "a fractal heap indirect block smaller than a row");
       rows = log2_floor(h.row_size(row)) - h.first_row_bits + 1;
       block = child;
     }
@@ -613,6 +641,7 @@ inline std::pair<std::uint64_t, std::uint64_t> file_state::managed_object(const 
   need(block, block_size, "a fractal heap direct block");
   const std::uint64_t header = 4 + 1 + O + h.offset_size + (h.checksummed ? 4 : 0);
   if (h.checksummed && verified_blocks.insert(block).second) {
+    spend(block_size, block);
     std::vector<std::uint8_t> copy(bytes.data() + block, bytes.data() + block + block_size);
     const std::uint64_t at = header - 4;
     const std::uint32_t stored = std::uint32_t(le(block + at, 4));
@@ -627,7 +656,10 @@ inline std::pair<std::uint64_t, std::uint64_t> file_state::managed_object(const 
   return {block + (offset - block_offset), length};
 }
 
-inline void file_state::btree2_records(std::uint64_t address, std::uint8_t type, const std::function<void(std::uint64_t)>& record) const {
+/// Calls record(at) for each record of the version 2 B-tree at address (record_bytes: the record's
+/// size its type implies, checked against the header's; 0 when the caller checks its own reads).
+inline void file_state::btree2_records(std::uint64_t address, std::uint8_t type, std::uint64_t record_bytes,
+                                       const std::function<void(std::uint64_t)>& record) const {
   if (!signature(address, "BTHD")) fail(address, "not a version 2 B-tree header");
   cursor c{*this, address + 4, size(), "a version 2 B-tree header"};
   if (c.u(1) != 0) fail(address, "version 2 B-tree version is not 0");
@@ -638,7 +670,8 @@ inline void file_state::btree2_records(std::uint64_t address, std::uint8_t type,
   c.skip(L);
   check_sum(address, c.pos - address, "a version 2 B-tree header");
   if (root == undef) return;
-  if (record_size == 0 || node_size <= 10 + record_size || depth > 32) fail(address, "a version 2 B-tree of impossible sizes");
+  if (record_size == 0 || node_size <= 10 + record_size || depth > 32 || (record_bytes != 0 && record_size != record_bytes))
+    fail(address, "a version 2 B-tree of impossible sizes");
   // Per depth: the most records a node holds and the sizes of its child pointers' fields.
   std::vector<std::uint64_t> max_records(depth + 1), total(depth + 1), total_size(depth + 1);
   max_records[0] = total[0] = (node_size - 10) / record_size;
@@ -678,6 +711,7 @@ inline void file_state::btree2_records(std::uint64_t address, std::uint8_t type,
 // ---- attributes ------------------------------------------------------------------------------
 
 inline attribute_ref file_state::parse_attribute(std::uint64_t at, std::uint64_t size_) const {
+  spend(size_, at);
   cursor c{*this, at, at + size_, "an attribute message"};
   const std::uint64_t version = c.u(1);
   if (version < 1 || version > 3) fail(at, "attribute message version " + std::to_string(version) + " is not defined");
@@ -700,9 +734,11 @@ inline attribute_ref file_state::parse_attribute(std::uint64_t at, std::uint64_t
   return a;
 }
 
-inline std::vector<attribute_ref> file_state::attributes(std::uint64_t address) const {
+inline std::shared_ptr<const std::vector<attribute_ref>> file_state::attributes(std::uint64_t address) const {
+  if (auto it = attribute_lists.find(address); it != attribute_lists.end()) return it->second;
   const auto h = header(address);
-  std::vector<attribute_ref> out;
+  auto list = std::make_shared<std::vector<attribute_ref>>();
+  auto& out = *list;
   for (const auto& m : h->messages) {
     if (m.type != 0x0C) continue;
     if (m.flags & 2) fail(m.at, "a shared attribute message is not read");
@@ -716,7 +752,7 @@ inline std::vector<attribute_ref> file_state::attributes(std::uint64_t address) 
     const std::uint64_t heap = c.offset(), names = c.offset();
     if (heap != undef) {
       const fractal_heap fh = heap_header(heap);
-      btree2_records(names, 8, [&](std::uint64_t record) {
+      btree2_records(names, 8, fh.id_length + 9, [&](std::uint64_t record) {
         need(record, fh.id_length + 1, "an attribute name record");
         if (le(record + fh.id_length, 1) & 2) fail(record, "a shared attribute message is not read");
         const auto [at, n] = managed_object(fh, bytes.data() + record);
@@ -724,20 +760,28 @@ inline std::vector<attribute_ref> file_state::attributes(std::uint64_t address) 
       });
     }
   }
-  return out;
+  return attribute_lists.emplace(address, std::move(list)).first->second;
 }
 
 // ---- paths -----------------------------------------------------------------------------------
 
-inline std::uint64_t file_state::resolve(std::string_view path, bool must_exist, int depth) const {
+inline std::uint64_t file_state::resolve(std::string_view path, bool must_exist) const {
+  std::uint64_t steps = 0;
+  return resolve_from(root, path, must_exist, 0, steps);
+}
+
+/// The object at path from the group at `at`: a soft link's target is resolved from the root when
+/// absolute, from the group holding the link otherwise; every step counts against one budget, so
+/// links that name one another cannot multiply the work.
+inline std::uint64_t file_state::resolve_from(std::uint64_t at, std::string_view path, bool must_exist, int depth, std::uint64_t& steps) const {
   if (depth > 16) fail(0, "soft links nested more than 16 deep at '" + std::string(path) + "'");
-  std::uint64_t at = root;
   std::size_t i = 0;
   while (i < path.size()) {
     const std::size_t slash = path.find('/', i);
     const std::string_view part = path.substr(i, slash == std::string_view::npos ? std::string_view::npos : slash - i);
     i = slash == std::string_view::npos ? path.size() : slash + 1;
     if (part.empty() || part == ".") continue;
+    if (++steps > 65536) fail(0, "resolving '" + std::string(path) + "' takes more than 65536 steps (soft links that name one another)");
     const auto members = links(at);
     const auto it = members->find(std::string(part));
     if (it == members->end()) {
@@ -749,10 +793,8 @@ inline std::uint64_t file_state::resolve(std::string_view path, bool must_exist,
       fail(0, "'" + std::string(path) + "' is an external link, to another file");
     }
     if (!it->second.soft.empty()) {
-      // A soft link: its target from the root (absolute) or from the group holding it.
       const std::string& target = it->second.soft;
-      const std::string from = target.front() == '/' ? target : std::string(path.substr(0, i - part.size() - (slash == std::string_view::npos ? 0 : 1))) + "/" + target;
-      at = resolve(from, must_exist, depth + 1);
+      at = resolve_from(target.front() == '/' ? root : at, target, must_exist, depth + 1, steps);
       if (at == undef) return undef;
     } else {
       at = it->second.address;
@@ -773,6 +815,7 @@ inline std::pair<std::uint64_t, std::uint64_t> file_state::heap_object(std::uint
     c.skip(3);
     const std::uint64_t total = c.length();
     need(collection, total, "a global heap collection");
+    spend(total, collection);
     auto g = std::make_shared<global_heap>();
     std::uint64_t p = collection + 8 + L;
     const std::uint64_t end = collection + total;
@@ -798,6 +841,11 @@ inline std::vector<std::string> file_state::strings(const ElementType& t, const 
   std::vector<std::string> out;
   const std::uint64_t n = v.count();
   if (t.size != 0 && n > size_ / t.size) fail(at, std::to_string(n) + " strings of " + std::to_string(t.size) + " bytes in " + std::to_string(size_));
+  std::uint64_t total = 0;  // the strings' bytes: at most the file's (no object counted twice over)
+  const auto produced = [&](std::uint64_t bytes) {
+    total += bytes;
+    if (total > size()) fail(at, "an attribute's strings come to more bytes than the file holds");
+  };
   for (std::uint64_t i = 0; i < n; ++i) {
     const std::uint64_t e = at + i * t.size;
     if (t.variable_length) {
@@ -810,6 +858,7 @@ inline std::vector<std::string> file_state::strings(const ElementType& t, const 
       const auto [data, stored] = heap_object(collection, index);
       if (length > stored) fail(e, "a string of " + std::to_string(length) + " bytes in a heap object of " + std::to_string(stored));
       const auto* p = reinterpret_cast<const char*>(bytes.data() + data);
+      produced(length);
       out.emplace_back(p, strnlen(p, std::size_t(length)));
     } else {
       const auto* p = reinterpret_cast<const char*>(bytes.data() + e);
@@ -830,13 +879,21 @@ template <class T> T number(const std::uint8_t* p, const ElementType& t) {
     const unsigned shift = unsigned(64 - 8 * t.size);
     return t.is_signed ? T(std::int64_t(bits << shift) >> shift) : T(bits);
   }
-  if (t.size == 8) return T(std::bit_cast<double>(bits));
-  if (t.size == 4) return T(std::bit_cast<float>(std::uint32_t(bits)));
-  // IEEE half precision
-  const int e = int((bits >> 10) & 0x1F);
-  const double m = double(bits & 0x3FF);
-  const double v = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m == 0 ? HUGE_VAL : NAN) : std::ldexp(m + 1024, e - 25);
-  return T((bits & 0x8000) ? -v : v);
+  double v;
+  if (t.size == 8) v = std::bit_cast<double>(bits);
+  else if (t.size == 4) v = std::bit_cast<float>(std::uint32_t(bits));
+  else {  // IEEE half precision
+    const int e = int((bits >> 10) & 0x1F);
+    const double m = double(bits & 0x3FF);
+    v = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m == 0 ? HUGE_VAL : NAN) : std::ldexp(m + 1024, e - 25);
+    if (bits & 0x8000) v = -v;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    // An integer destination takes only the floating values it can hold (no NaN, no infinity).
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+      throw io_error(std::string(what) + ": a floating value (" + std::to_string(v) + ") read as int64 is out of its range");
+  }
+  return T(v);
 }
 
 /// n numbers of type t at p, converted into dst.
@@ -891,6 +948,7 @@ inline layout layout_of(const file_state& f, const object_header& h, std::size_t
   if (version == 1 || version == 2) {
     const std::uint64_t dims = c.u(1);
     l.storage = int(c.u(1));
+    l.sized = l.storage != 1;
     c.skip(5);
     if (l.storage != 0) l.address = c.offset();
     if (l.storage == 2) {
@@ -918,6 +976,8 @@ inline layout layout_of(const file_state& f, const object_header& h, std::size_t
       l.element = chunk_dims(dims, 4);
     } else if (l.storage == 2) {
       const unsigned flags = unsigned(c.u(1));
+      if (flags & ~3u) f.fail(m->at, "chunked layout flags " + std::to_string(flags) + " are not defined");
+      l.edge_unfiltered = flags & 1;
       const std::uint64_t dims = c.u(1), width = c.u(1);
       if (width < 1 || width > 8) f.fail(m->at, "chunk extents of " + std::to_string(width) + " bytes");
       l.element = chunk_dims(dims, unsigned(width));
@@ -959,13 +1019,30 @@ inline layout layout_of(const file_state& f, const object_header& h, std::size_t
 inline std::vector<std::uint8_t> unfilter(const file_state& f, const std::vector<filter>& filters, std::uint64_t at, std::uint64_t stored,
                                           std::uint32_t mask, std::uint64_t bytes, std::size_t element) {
   f.need(at, stored, "a chunk");
-  std::vector<std::uint8_t> data(f.bytes.data() + at, f.bytes.data() + at + stored);
+  const auto skipped = [&](std::size_t k) { return (std::uint64_t(mask) >> k) & 1; };
+  std::vector<std::uint8_t> data;
+  bool copied = false;  // data holds the chunk's bytes yet (a filter's output), or they are still the file's
+  const auto input = [&]() -> std::span<const std::uint8_t> {
+    return copied ? std::span<const std::uint8_t>(data) : f.bytes.subspan(std::size_t(at), std::size_t(stored));
+  };
   for (std::size_t k = filters.size(); k-- > 0;) {
-    if (mask & (1u << k)) continue;
+    if (skipped(k)) continue;
     const filter& x = filters[k];
-    if (x.id == 1) {  // deflate: the chunk as the whole zlib stream produces it, bounded by the chunk's size
-      data = ctflow::detail::inflate_exact(data, 15, bytes, what, f.name, at, "a deflated chunk");
-    } else if (x.id == 2) {  // shuffle
+    if (x.id == 1) {
+      // deflate: exactly what filter k received when written, the chunk plus the checksums of
+      // the Fletcher-32 filters before it (h5py once put Fletcher-32 first)
+      std::uint64_t expected = bytes;
+      for (std::size_t j = 0; j < k; ++j)
+        if (filters[j].id == 3 && !skipped(j)) expected += 4;
+      data = ctflow::detail::inflate_exact(input(), 15, expected, what, f.name, at, "a deflated chunk");
+      copied = true;
+      continue;
+    }
+    if (!copied) {
+      data.assign(input().begin(), input().end());
+      copied = true;
+    }
+    if (x.id == 2) {  // shuffle
       const std::size_t size = x.values.empty() ? element : x.values[0];
       if (size > 1 && data.size() / size > 1) {
         std::vector<std::uint8_t> out(data.size());
@@ -1010,6 +1087,7 @@ inline std::vector<std::uint8_t> unfilter(const file_state& f, const std::vector
                      " is not read (deflate, shuffle and Fletcher-32 are)");
     }
   }
+  if (!copied) data.assign(input().begin(), input().end());
   if (data.size() != bytes) f.fail(at, "a chunk of " + std::to_string(data.size()) + " bytes where " + std::to_string(bytes) + " belong");
   return data;
 }
@@ -1060,7 +1138,8 @@ template <class T> void file_state::read_dataset(std::string_view path, T* dst) 
       fill();
       return;
     }
-    if (l.storage == 1 && l.size < total) fail(address, "dataset '" + std::string(path) + "' stores " + std::to_string(l.size) + " bytes of its " + std::to_string(total));
+    const std::uint64_t stored = l.sized ? l.size : total;  // versions 1 and 2: as many bytes as the elements need
+    if (l.storage == 1 && stored < total) fail(address, "dataset '" + std::string(path) + "' stores " + std::to_string(stored) + " bytes of its " + std::to_string(total));
     if (l.storage == 0 && l.size < total) fail(address, "compact dataset '" + std::string(path) + "' holds " + std::to_string(l.size) + " bytes of its " + std::to_string(total));
     need(l.address, total, "a dataset's data");
     convert(bytes.data() + l.address, t, dst, n);
@@ -1083,16 +1162,27 @@ template <class T> void file_state::read_dataset(std::string_view path, T* dst) 
     stride[k - 1] = stride[k] * v.shape[k];
     chunk_stride[k - 1] = chunk_stride[k] * l.chunk[k];
   }
-  std::set<std::uint64_t> chunks_read;  // each chunk's data is decoded once, however many entries name it
+  // Each chunk's data is decoded once, each place of the dataset written once, and the chunks'
+  // stored bytes come to no more than the file: entries that repeat or overlap cannot multiply
+  // the work.
+  std::set<std::uint64_t> chunks_read;
+  std::set<std::vector<std::uint64_t>> origins_read;
+  std::uint64_t stored_total = 0;
+  const std::uint64_t all_filters = (std::uint64_t(1) << filters.size()) - 1;
   const auto place = [&](const std::vector<std::uint64_t>& origin, std::uint64_t at, std::uint64_t stored, std::uint32_t mask) {
-    if (!chunks_read.insert(at).second) fail(at, "two chunks of '" + std::string(path) + "' at one address");
+    bool partial = false;
     for (std::size_t k = 0; k < rank; ++k) {
       if (origin[k] % l.chunk[k] != 0) fail(at, "a chunk at an offset that is not a multiple of the chunk's extent");
       if (origin[k] >= v.shape[k]) return;  // wholly outside the dataset
+      partial = partial || v.shape[k] - origin[k] < l.chunk[k];
     }
+    if (!chunks_read.insert(at).second) fail(at, "two chunks of '" + std::string(path) + "' at one address");
+    if (!origins_read.insert(origin).second) fail(at, "two chunks of '" + std::string(path) + "' at one place of it");
+    stored_total += stored;
+    if (stored > size() || stored_total > size()) fail(at, "the chunks of '" + std::string(path) + "' claim more bytes than the file holds");
     std::vector<std::uint8_t> decoded;
     std::span<const std::uint8_t> view;
-    if (filters.empty() || (mask & ((1u << filters.size()) - 1)) == ((1u << filters.size()) - 1)) {
+    if (filters.empty() || (std::uint64_t(mask) & all_filters) == all_filters || (partial && l.edge_unfiltered)) {
       if (stored < chunk_bytes) fail(at, "a chunk of " + std::to_string(stored) + " bytes where " + std::to_string(chunk_bytes) + " belong");
       need(at, chunk_bytes, "a chunk");
       view = bytes.subspan(std::size_t(at), std::size_t(chunk_bytes));
@@ -1119,27 +1209,34 @@ template <class T> void file_state::read_dataset(std::string_view path, T* dst) 
       }
     }
   };
-  if (l.index == 1) {  // one chunk holding the whole dataset
+  if (l.index == 1) {  // one chunk holding the whole dataset (none yet when undefined: the fill value)
+    if (l.address == undef) return;
     place(std::vector<std::uint64_t>(rank, 0), l.address, l.single_filtered ? l.single_size : chunk_bytes, l.single_mask);
     return;
   }
-  if (l.index == 2) {  // implicit: every chunk in order, unfiltered
-    if (l.address == undef) return;
-    std::vector<std::uint64_t> origin(rank, 0);
-    std::uint64_t at = l.address;
-    for (;;) {
-      place(origin, at, chunk_bytes, 0);
-      at += chunk_bytes;
-      std::size_t k = rank;
-      for (;;) {
-        if (k == 0) return;
-        --k;
-        origin[k] += l.chunk[k];
-        if (origin[k] < v.shape[k]) break;
-        origin[k] = 0;
-      }
-    }
+  // The grid of chunks over the maximum extents, in row-major order: the order of an implicit
+  // index's chunks and of a fixed array's entries.
+  std::vector<std::uint64_t> grid(rank), down(rank, 1);
+  std::uint64_t grid_count = 1;
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::uint64_t extent = max_shape[k] == undef ? v.shape[k] : max_shape[k];
+    grid[k] = extent / l.chunk[k] + (extent % l.chunk[k] != 0);
+    if (grid[k] != 0 && grid_count > undef / grid[k]) fail(address, "a grid of more chunks than 64 bits count");
+    grid_count *= grid[k];
   }
+  for (std::size_t k = rank; k-- > 1;) down[k - 1] = down[k] * grid[k];
+  const auto origin_of = [&](std::uint64_t i) {
+    std::vector<std::uint64_t> origin(rank);
+    for (std::size_t k = 0; k < rank; ++k) origin[k] = (i / down[k]) % grid[k] * l.chunk[k];
+    return origin;
+  };
+  if (l.index == 2) {  // implicit: every chunk, unfiltered, one after the other from the address
+    if (l.address == undef) return;
+    if (grid_count > size() / chunk_bytes) fail(l.address, "implicitly indexed chunks larger than the file");
+    for (std::uint64_t i = 0; i < grid_count; ++i) place(origin_of(i), l.address + i * chunk_bytes, chunk_bytes, 0);
+    return;
+  }
+
   // A fixed array or a version 2 B-tree (libver "latest"): each chunk's address, with its stored
   // size and filter mask when the dataset has filters; bytes of the size: one more than the
   // chunk's size needs.
@@ -1152,34 +1249,21 @@ template <class T> void file_state::read_dataset(std::string_view path, T* dst) 
     else place(origin, chunk, le(at + O, size_bytes), std::uint32_t(le(at + O + size_bytes, 4)));
   };
   if (l.index == 3) {
-    // The chunks in row-major order of the grid of the maximum extents.
-    std::vector<std::uint64_t> grid(rank), down(rank, 1);
-    std::uint64_t expected = 1;
-    for (std::size_t k = 0; k < rank; ++k) {
+    for (std::size_t k = 0; k < rank; ++k)
       if (max_shape[k] == undef) fail(address, "a fixed array of chunks for an unlimited extent");
-      grid[k] = (max_shape[k] + l.chunk[k] - 1) / l.chunk[k];
-      if (grid[k] != 0 && expected > undef / grid[k]) fail(address, "a fixed array of more chunks than 64 bits count");
-      expected *= grid[k];
-    }
-    for (std::size_t k = rank; k-- > 1;) down[k - 1] = down[k] * grid[k];
     if (!signature(l.address, "FAHD")) fail(l.address, "not a fixed array header");
     cursor c{*this, l.address + 4, size(), "a fixed array header"};
     if (c.u(1) != 0) fail(l.address, "fixed array version is not 0");
     const std::uint64_t client = c.u(1), element = c.u(1), page_bits = c.u(1), count = c.length();
     const std::uint64_t block = c.offset();
     check_sum(l.address, c.pos - l.address, "a fixed array header");
-    if (client != (filters.empty() ? 0 : 1) || element != entry || count != expected || page_bits != l.page_bits)
+    if (client != (filters.empty() ? 0 : 1) || element != entry || count != grid_count || page_bits != l.page_bits)
       fail(l.address, "a fixed array header that does not fit its dataset");
     if (block == undef) return;
     if (!signature(block, "FADB")) fail(block, "not a fixed array data block");
     if (le(block + 4, 1) != 0 || le(block + 5, 1) != client || absolute(le(block + 6, O)) != l.address)
       fail(block, "a fixed array data block of another version or array");
     const std::uint64_t page = std::uint64_t(1) << l.page_bits;
-    const auto origin_of = [&](std::uint64_t i) {
-      std::vector<std::uint64_t> origin(rank);
-      for (std::size_t k = 0; k < rank; ++k) origin[k] = (i / down[k]) % grid[k] * l.chunk[k];
-      return origin;
-    };
     const std::uint64_t prefix = 6 + O;
     if (count <= page) {
       if (count > size() / entry) fail(block, "a fixed array larger than the file");
@@ -1189,7 +1273,7 @@ template <class T> void file_state::read_dataset(std::string_view path, T* dst) 
     }
     // Paged: a bitmap of the pages written (most significant bit first), then each page's
     // entries and their checksum.
-    const std::uint64_t pages = (count + page - 1) / page, bitmap = (pages + 7) / 8;
+    const std::uint64_t pages = count / page + (count % page != 0), bitmap = pages / 8 + (pages % 8 != 0);
     check_sum(block, prefix + bitmap, "a fixed array data block");
     std::uint64_t at = block + prefix + bitmap + 4;
     for (std::uint64_t p = 0; p < pages; ++p) {
@@ -1200,12 +1284,13 @@ template <class T> void file_state::read_dataset(std::string_view path, T* dst) 
         for (std::uint64_t i = 0; i < entries; ++i) entry_at(at + i * entry, origin_of(p * page + i));
       }
       at += entries * entry + 4;
+      if (at > size()) fail(block, "a fixed array's pages run past the end of the file");
     }
     return;
   }
   if (l.index == 5) {
     // Records: the chunk's entry, then its origin in chunks, 8 bytes an extent.
-    btree2_records(l.address, filters.empty() ? 10 : 11, [&](std::uint64_t record) {
+    btree2_records(l.address, filters.empty() ? 10 : 11, entry + 8 * rank, [&](std::uint64_t record) {
       std::vector<std::uint64_t> origin(rank);
       for (std::size_t k = 0; k < rank; ++k) {
         const std::uint64_t scaled = le(record + entry + 8 * k, 8);
@@ -1334,14 +1419,14 @@ CTFLOW_DECL std::vector<std::string> File::keys(std::string_view group) const {
 
 CTFLOW_DECL std::vector<std::string> File::attribute_names(std::string_view path) const {
   std::vector<std::string> out;
-  for (const auto& a : s_->attributes(s_->resolve(path, true))) out.push_back(a.name);
+  for (const auto& a : *s_->attributes(s_->resolve(path, true))) out.push_back(a.name);
   return out;
 }
 
 CTFLOW_DECL bool File::has_attribute(std::string_view path, std::string_view name) const {
   const std::uint64_t a = s_->resolve(path, false);
   if (a == detail::undef) return false;
-  for (const auto& x : s_->attributes(a))
+  for (const auto& x : *s_->attributes(a))
     if (x.name == name) return true;
   return false;
 }
@@ -1350,7 +1435,7 @@ namespace detail {
 /// The attribute `name` of the object at path, with its type and space resolved.
 inline std::pair<attribute_ref, ValueInfo> find_attribute(const file_state& s, std::string_view path, std::string_view name) {
   const std::uint64_t address = s.resolve(path, true);
-  for (const auto& a : s.attributes(address)) {
+  for (const auto& a : *s.attributes(address)) {
     if (a.name != name) continue;
     const auto [type_at, type_size] = a.type_shared ? s.shared_message(a.type_at, a.type_size, 0x03) : std::pair{a.type_at, a.type_size};
     const auto [space_at, space_size] = a.space_shared ? s.shared_message(a.space_at, a.space_size, 0x01) : std::pair{a.space_at, a.space_size};
