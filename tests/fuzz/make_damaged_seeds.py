@@ -76,6 +76,23 @@ def keras_files():
     put("keras_archive", "bad_crc", bytes(crc))
 
 
+def latest_format_file():
+    """An HDF5 file of libver="latest" structures, small: a dense group and dense attributes
+    (fractal heaps, version 2 B-trees), chunks in a fixed array and a version 2 B-tree."""
+    import h5py
+    import numpy as np
+    out = io.BytesIO()
+    with h5py.File(out, "w", libver="latest") as f:
+        g = f.create_group("g")
+        for i in range(10):
+            g.create_dataset(f"d{i}", data=np.arange(i + 1, dtype="f4"))
+            g.attrs[f"a{i}"] = f"v{i}"
+        f.create_dataset("fixed", data=np.arange(12, dtype="f4").reshape(3, 4), chunks=(2, 2), compression="gzip", shuffle=True, fletcher32=True)
+        f.create_dataset("tree", data=np.arange(6, dtype="i2").reshape(2, 3), maxshape=(None, None), chunks=(1, 2))
+        f["soft"] = h5py.SoftLink("/g/d3")
+    put("weights_h5", "latest_format", out.getvalue())
+
+
 def jpeg_files():
     import numpy as np
     import tensorflow as tf
@@ -121,6 +138,7 @@ def checkpoint_files():
 
 def main():
     keras_files()
+    latest_format_file()
     jpeg_files()
     gzip_files()
     checkpoint_files()
