@@ -208,7 +208,7 @@ TEST_CASE("custom layers: own variables and sub-layers tracked without a list, p
   const auto ga = model.gradients(), gb = plain.gradients();
   REQUIRE(ga.size() == gb.size());
   for (std::size_t i = 0; i < ga.size(); ++i)
-    for (std::size_t k = 0; k < ga[i].size(); ++k) CHECK(ga[i][k] == Approx(gb[i][k]).margin(1e-6));
+    for (std::size_t k = 0; k < ga[i].size(); ++k) CHECK(ga[i](k) == Approx(gb[i](k)).margin(1e-6));
   // Freezing a sub-layer takes its weights out of training; weight files keep the nesting.
   model.get_layer<1>().layer.dense1.trainable = false;
   CHECK(model.trainable_variables().size() == 4);
@@ -244,17 +244,17 @@ TEST_CASE("custom layers: a sub-layer called twice sums its weights' gradients; 
     REQUIRE(ga[i].size() == gb[i].size());
     double sum = 0;
     for (std::size_t k = 0; k < ga[i].size(); ++k) {
-      CHECK(ga[i][k] == Approx(gb[i][k] + gb[i + 2][k]).margin(1e-6));
-      sum += std::abs(ga[i][k]);
+      CHECK(ga[i](k) == Approx(gb[i](k) + gb[i + 2](k)).margin(1e-6));
+      sum += std::abs(ga[i](k));
     }
     CHECK(sum > 0);
   }
   // A second backward pass of the same call gives the same gradients, and the input's.
-  const float g00 = ga[0][0];
+  const float g00 = ga[0](0);
   const auto dx = model.backward(view(dy), true);
   REQUIRE((dx && dxp));
   CHECK(relative_difference(*dx, *dxp + dy) < 1e-6);
-  CHECK(model.gradients()[0][0] == Approx(g00).margin(1e-7));
+  CHECK(model.gradients()[0](0) == Approx(g00).margin(1e-7));
 }
 
 TEST_CASE("custom layers: frozen, a BatchNormalization sub-layer runs as in inference and the adjoint still reaches the input") {
@@ -309,7 +309,7 @@ TEST_CASE("custom layers: shared by two calls of a functional model, or holding 
     const auto ga = model.gradients(), gb = plain.gradients();
     REQUIRE((ga.size() == 2 && gb.size() == 4));
     for (std::size_t i = 0; i < 2; ++i)
-      for (std::size_t k = 0; k < ga[i].size(); ++k) CHECK(ga[i][k] == Approx(gb[i][k] + gb[i + 2][k]).margin(1e-5));
+      for (std::size_t k = 0; k < ga[i].size(); ++k) CHECK(ga[i](k) == Approx(gb[i](k) + gb[i + 2](k)).margin(1e-5));
   }
   {
     keras::Sequential<keras::Input<float, Shape<4, 2>>, TwoRuns> model;
@@ -325,13 +325,13 @@ TEST_CASE("custom layers: shared by two calls of a functional model, or holding 
     plain(x, true);
     const auto dx1 = plain.backward(view(dy), true);
     std::vector<std::vector<float>> g1;
-    for (const auto& g : plain.gradients()) g1.emplace_back(g.begin(), g.end());
+    for (const auto& g : plain.gradients()) g1.emplace_back(g.data(), g.data() + g.size());
     plain(x2, true);
     const auto dx2 = plain.backward(view(dy), true);
     const auto g2 = plain.gradients(), gm = model.gradients();
     REQUIRE((gm.size() == 3 && g2.size() == 3 && g1.size() == 3));
     for (std::size_t i = 0; i < 3; ++i)
-      for (std::size_t k = 0; k < gm[i].size(); ++k) CHECK(gm[i][k] == Approx(g1[i][k] + g2[i][k]).margin(1e-5));
+      for (std::size_t k = 0; k < gm[i].size(); ++k) CHECK(gm[i](k) == Approx(g1[i][k] + g2[i](k)).margin(1e-5));
     REQUIRE((dx && dx1 && dx2));
     CHECK(relative_difference(*dx, *dx1 + *dx2 * 2.f) < 1e-5);
   }
@@ -361,7 +361,7 @@ TEST_CASE("custom layers: a sub-layer called in inference mode in a training cal
       dgamma += dy(b, c) * (x(b, c) - mean) * s;
       dbeta += dy(b, c);
     }
-    CHECK(g[0][c] == Approx(dgamma).margin(1e-5));
-    CHECK(g[1][c] == Approx(dbeta).margin(1e-5));
+    CHECK(g[0](c) == Approx(dgamma).margin(1e-5));
+    CHECK(g[1](c) == Approx(dbeta).margin(1e-5));
   }
 }

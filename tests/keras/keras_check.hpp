@@ -73,7 +73,7 @@ template <class Model> void check_gradients(Model& model, const io::safetensors:
     const auto g = grads[trainable++];
     double diff = 0, scale = scale_floor;
     for (std::size_t k = 0; k < expected.size(); ++k) {
-      diff = std::max(diff, std::abs(double(g[k]) - double(expected[k])));
+      diff = std::max(diff, std::abs(double(g(k)) - double(expected[k])));
       scale = std::max(scale, std::abs(double(expected[k])));
     }
     CHECK(diff / scale < tolerance);

@@ -2,6 +2,7 @@
 // legacy .h5, a .keras archive) and written (read back), shape mismatches, freezing, get_weights
 // and set_weights, and the parameter count the compiler knows.
 #include "keras_check.hpp"
+#include "../unit/counting_new.hpp"  // every operator new in the process is counted
 
 #include <filesystem>
 
@@ -57,6 +58,64 @@ TEST_CASE("BatchNormalization's model: summary with non-trainable parameters; it
   CHECK(model.trainable_variables().size() == 6);
   CHECK(model.non_trainable_variables().size() == 2);
   CHECK(model.non_trainable_variables()[0].path == model.get_layer<1>().name + "/moving_mean");
+}
+
+TEST_CASE("a model's table of variables: paths, views, regularizers and gradient slots; a warm step reads it without allocating") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16, activations::relu>, layers::Dense<2>> model(
+      keras::Input<float, Shape<8>>{}, layers::Dense<16, activations::relu>{.kernel_regularizer = keras::regularizers::L2(0.01)}, layers::Dense<2>{});
+  const auto vars = model.trainable_variables();
+  REQUIRE(vars.size() == 4);
+  CHECK(vars[0].path == "dense/kernel");
+  CHECK(vars[3].path == "dense_1/bias");
+  CHECK(vars[0].value().dims() == dims_t<1>{128});
+  CHECK(vars[0].regularizer != nullptr);
+  CHECK(vars[1].regularizer == nullptr);
+  CHECK(model.weights().size() == 4);
+  // The penalty, from the kernel's values.
+  double squares = 0;
+  for (const float w : vars[0].values) squares += double(w) * double(w);
+  REQUIRE(model.losses().size() == 1);
+  CHECK(model.losses()[0] == Approx(0.01 * squares).epsilon(1e-5));
+  // Before any backward pass the gradients are zeros.
+  for (const auto& g : model.gradients())
+    for (std::size_t k = 0; k < g.size(); ++k) REQUIRE(g(k) == 0.f);
+
+  const auto x = random_uniform<float, Shape<dyn, 8>>(3, -1, 1, {5, 8});
+  const auto dy = ones<float, Shape<dyn, 2>>({5, 2});
+  auto step = [&] {
+    model(x, true);
+    model.backward(TensorView<const float, Shape<dyn, 2>>(dy.data(), dy.dims()));
+    const auto v = model.trainable_variables();
+    const auto g = model.gradients();
+    for (std::size_t i = 0; i < v.size(); ++i) v[i].value() = v[i].value() - 0.1f * g[i];
+  };
+  step();
+  step();
+  // The gradients are views of the memory the backward pass left them in (each layer's slot).
+  const auto g = model.gradients();
+  for (std::size_t i = 0; i < g.size(); ++i) CHECK(g[i].data() == vars[i].gradient());
+  // The update reads the table: w - 0.1 g, one fused loop per variable.
+  const std::vector<float> before(vars[2].values.begin(), vars[2].values.end());
+  const std::vector<float> gradient(g[2].data(), g[2].data() + g[2].size());
+  const auto v = model.trainable_variables();
+  v[2].value() = v[2].value() - 0.1f * model.gradients()[2];
+  for (std::size_t k = 0; k < before.size(); ++k) CHECK(vars[2].values[k] == Approx(before[k] - 0.1f * gradient[k]).margin(1e-7));
+  // Listing the variables and their gradients allocates nothing once warm.
+  const std::size_t calls = counting_new::calls.load();
+  for (int i = 0; i < 3; ++i) {
+    const auto t = model.trainable_variables();
+    const auto n = model.non_trainable_variables();
+    const auto gs = model.gradients();
+    REQUIRE((t.size() == 4 && n.empty() && gs.size() == 4));
+  }
+  CHECK(counting_new::calls.load() == calls);
+  // Freezing a layer after the table is built moves its weights to the non-trainable ones.
+  model.get_layer<0>().trainable = false;
+  REQUIRE(model.trainable_variables().size() == 2);
+  CHECK(model.trainable_variables()[0].path == "dense_1/kernel");
+  CHECK(model.non_trainable_variables()[1].path == "dense/bias");
+  CHECK(model.gradients().size() == 2);
 }
 
 TEST_CASE("freezing a layer: its weights leave trainable_variables(), summary's totals change, backward leaves them") {

@@ -132,20 +132,17 @@ template <class L> struct shared_layer final : graph_layer<typename L::value_typ
   L layer;
   std::string input_text;  // the shapes it was built for, for messages
   gradients_type grads;
+  std::array<const T*, weight_count<L>() + 1> weight_gradients{};  // the slots of grads' memory (null: none)
 
   template <class Spec> shared_layer(const Spec& spec, std::string inputs) : layer(construct_layer<L>(spec)), input_text(std::move(inputs)) {
     this->name = spec.name.empty() ? auto_name(snake_case(L::class_name)) : spec.name;
     this->trainable = spec.trainable;
     this->class_name = L::class_name;
   }
-  layer_info<T> describe() override {
-    std::array<const T*, weight_count<L>() + 1> g{};
-    [&]<std::size_t... I>(std::index_sequence<I...>) { ((g[I] = std::get<I>(grads) ? std::get<I>(grads)->data() : nullptr), ...); }(
-        std::make_index_sequence<weight_count<L>()>{});
-    return describe_layer(layer, &this->name, &this->trainable, [&](std::size_t i) { return g[i]; });
-  }
+  layer_info<T> describe() override { return describe_layer(layer, &this->name, &this->trainable, weight_gradients.data()); }
   void begin_backward() override {
     std::apply([](auto&... g) { (g.reset(), ...); }, grads);
+    weight_gradients.fill(nullptr);
   }
   /// Adds one call's weight gradients (after its First inputs') to the layer's.
   template <std::size_t First, class G> void accumulate(G& call_grads) {
@@ -160,7 +157,12 @@ template <class L> struct shared_layer final : graph_layer<typename L::value_typ
       }(), ...);
     }(std::make_index_sequence<weight_count<L>()>{});
   }
-  void end_backward() override { add_regularization<0>(layer, grads); }
+  void end_backward() override {
+    add_regularization<0>(layer, grads);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((weight_gradients[I] = std::get<I>(grads) ? std::get<I>(grads)->data() : nullptr), ...);
+    }(std::make_index_sequence<weight_count<L>()>{});
+  }
 };
 
 /// One call of built layer L on the outputs of its inputs' nodes.

@@ -15,25 +15,9 @@
 #include <ctflow/keras/detail/naming.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/keras/summary.hpp>
+#include <ctflow/keras/variables.hpp>
 
 namespace ctflow::keras {
-
-/// @brief A model's variable seen at run time (Keras's `model.weights[i]`): its path
-/// ("dense/kernel"), shape and values, and whether it trains.
-template <class T> struct variable_ref {
-  std::string path;
-  std::vector<std::size_t> shape;
-  std::span<T> values;
-  bool trainable = true;
-  /// @brief The variable's name within its layer ("kernel").
-  std::string name() const { return path.substr(path.rfind('/') + 1); }
-};
-
-/// @brief A weight's value with its shape, as Keras's get_weights returns each (a NumPy array).
-template <class T> struct weight_value {
-  std::vector<std::size_t> shape;
-  std::vector<T> values;
-};
 
 /// @brief One layer of a model at run time: its name, class, output shape and weights (with the
 /// gradients of the last backward pass, where it computed them); a nested model's layers.
@@ -47,7 +31,7 @@ template <class T> struct layer_info {
     std::vector<std::size_t> shape;
     std::span<T> values;
     bool trainable = true;                 // the variable's own flag (false: BatchNormalization's moving statistics)
-    const T* gradient = nullptr;           // the last backward pass's, when it computed one
+    const T* const* gradient = nullptr;    // where the last backward pass leaves its gradient (null there: none)
     const regularizers::Regularizer* regularizer = nullptr;
   };
   std::vector<weight> weights;
@@ -71,7 +55,7 @@ template <class T> struct layer_info {
 namespace detail {
 
 /// A weight's run-time description.
-template <class T, class V> typename layer_info<T>::weight describe_weight(V& v, const T* gradient, const regularizers::Regularizer& r) {
+template <class T, class V> typename layer_info<T>::weight describe_weight(V& v, const T* const* gradient, const regularizers::Regularizer& r) {
   typename layer_info<T>::weight d;
   d.name = v.name();
   d.shape.assign(v.dims().begin(), v.dims().end());
@@ -82,13 +66,9 @@ template <class T, class V> typename layer_info<T>::weight describe_weight(V& v,
   return d;
 }
 
-/// The run-time description of built layer `layer` named *name (its output shape, its weights in
-/// Keras's order, a custom layer's sub-layers as children), gradient(i) the gradient of weight
-/// first + i of weights_of(layer)'s list, or null.
-template <class L, class G>
-layer_info<typename L::value_type> describe_layer(L& layer, std::string* name, bool* trainable, const G& gradient, std::size_t first = 0) {
-  using T = typename L::value_type;
-  layer_info<T> info;
+/// A layer's description without its weights: its name and flag, class and shapes.
+template <class L> layer_info<typename L::value_type> describe_header(std::string* name, bool* trainable) {
+  layer_info<typename L::value_type> info;
   info.name = name;
   info.trainable = trainable;
   info.class_name = L::class_name;
@@ -98,44 +78,35 @@ layer_info<typename L::value_type> describe_layer(L& layer, std::string* name, b
     const auto& i = L::input_shape::extents;
     info.input_shape.assign(i.begin(), i.end());
   }
-  if constexpr (lists_weights<L>) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      [[maybe_unused]] auto w = weights_of(layer);
-      [[maybe_unused]] auto r = regularizers_of(layer);
-      (info.weights.push_back(describe_weight<T>(std::get<I>(w), gradient(first + I), *r[I])), ...);
-    }(std::make_index_sequence<weight_count<L>()>{});
-    if constexpr (requires { L::cell_class_name; }) {
-      info.cell = true;
-      info.cell_class = L::cell_class_name;
-      info.cell_name = snake_case(L::cell_class_name);
-    }
-  } else {
-    // A custom layer: its own variables, then each sub-layer (a child) with its weights.
-    auto f = custom_fields(layer);
-    std::size_t at = first;
-    std::apply([&](auto&... x) {
-      ([&] {
-        if constexpr (is_variable_type<std::remove_cvref_t<decltype(x)>>::value) info.weights.push_back(describe_weight<T>(x, gradient(at++), no_regularizer()));
-      }(), ...);
-    }, f);
-    std::apply([&](auto&... x) {
-      ([&] {
-        using F = std::remove_cvref_t<decltype(x)>;
-        if constexpr (sublayer_field<F>) {
-          info.children.push_back(describe_layer(x.layer, &x.name, &x.trainable, gradient, at));
-          at += weight_count<typename F::layer_type>();
-        }
-      }(), ...);
-    }, f);
+  if constexpr (requires { L::cell_class_name; }) {
+    info.cell = true;
+    info.cell_class = L::cell_class_name;
+    info.cell_name = snake_case(L::cell_class_name);
   }
   return info;
 }
 
-/// The description of a layer instance, with the gradients of its last backward pass.
-template <class L> auto describe(layer_instance<L>& in) {
-  const auto& g = in.weight_gradients();
-  return describe_layer(in.layer, &in.name, &in.trainable, [&](std::size_t i) { return g[i]; });
+/// The run-time description of built layer `layer` named *name (its output shape, its weights in
+/// Keras's order, a custom layer's sub-layers as children), `gradients` the slots of its weights'
+/// gradients (gradients[i]: where the last backward pass left weight i's, null when it left none).
+template <class L> layer_info<typename L::value_type> describe_layer(L& layer, std::string* name, bool* trainable, const typename L::value_type* const* gradients) {
+  using T = typename L::value_type;
+  auto info = describe_header<L>(name, trainable);
+  std::vector<layer_info<T>*> open{&info};  // the layer whose weights come next, innermost last
+  walk_layer(
+      layer, [&]<std::size_t I>(index_t<I>, auto& w, const regularizers::Regularizer& r) { open.back()->weights.push_back(describe_weight<T>(w, gradients + I, r)); },
+      [&](auto& s, auto descend) {
+        using S = typename std::remove_cvref_t<decltype(s)>::layer_type;
+        open.back()->children.push_back(describe_header<S>(&s.name, &s.trainable));
+        open.push_back(&open.back()->children.back());
+        descend();
+        open.pop_back();
+      });
+  return info;
 }
+
+/// The description of a layer instance, with the gradients of its last backward pass.
+template <class L> auto describe(layer_instance<L>& in) { return describe_layer(in.layer, &in.name, &in.trainable, in.weight_gradients().data()); }
 
 /// Calls f(layer, weight, trains) for every weight of layers in Keras's order, `layer` the path of
 /// the weight's layer (a nested model's under its name: "inner/dense"); `trains` holds when the
@@ -156,7 +127,7 @@ template <class T> struct tracked_layer {
   const layer_info<T>& layer;
   template <class V> void track(V& v) const {
     for (const auto& w : layer.weights) {
-      variable_ref<T> r{w.name, w.shape, w.values, w.trainable};
+      variable_ref<T> r{.path = w.name, .shape = w.shape, .values = w.values};
       v(w.name, r);
     }
     track_layers(layer.children, v);

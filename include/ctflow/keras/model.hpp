@@ -59,67 +59,48 @@ void check_model_input(const char* cls, const std::string& model, const std::str
 }  // namespace detail
 
 /// @brief The methods every model shares. Derived (the model, a CRTP argument) gives `layers()`
-/// (its layer_info list), `name` and `trainable`; T is its weights' dtype.
+/// (its layer_info list), `name` and `trainable`; T is its weights' dtype. They read the model's
+/// table of variables (keras::detail::weight_table), built on first use.
 template <class Derived, class T> class model_base {
  public:
-  /// @brief Keras's trainable_variables: the weights that train (the model, their layer and the
-  /// weight itself trainable), in Keras's order.
-  std::vector<variable_ref<T>> trainable_variables() { return variables(true); }
+  /// @brief Keras's trainable_variables: the weights that train (the model, their layers and the
+  /// weight itself trainable), in Keras's order; a view of the model's table.
+  variable_list<T> trainable_variables() { return table().select(self().trainable, true); }
   /// @brief Keras's non_trainable_variables: the others (moving statistics, frozen layers).
-  std::vector<variable_ref<T>> non_trainable_variables() { return variables(false); }
+  variable_list<T> non_trainable_variables() { return table().select(self().trainable, false); }
+  /// @brief Every variable (Keras's model.weights), trainable or not, in Keras's order.
+  std::span<variable_ref<T>> weights() { return table().all(); }
 
   /// @brief The gradients of the last backward pass, in trainable_variables()'s order (zeros for
-  /// a weight the output did not reach).
-  std::vector<std::span<const T>> gradients() {
-    std::vector<std::span<const T>> out;
-    std::size_t zeros = 0;
-    detail::each_weight(self().layers(), self().trainable, "", [&](const std::string&, const auto& w, bool trains) {
-      if (!trains) return;
-      if (w.gradient) out.emplace_back(w.gradient, w.values.size());
-      else {
-        if (zeros_.size() <= zeros) zeros_.emplace_back();
-        zeros_[zeros].assign(w.values.size(), T(0));
-        out.emplace_back(zeros_[zeros++]);
-      }
-    });
-    return out;
-  }
+  /// a weight the output did not reach): flat views of the memory the pass left them in, valid
+  /// until the next backward pass.
+  std::span<const TensorView<const T, Shape<dyn>>> gradients() { return table().gradients(self().trainable); }
 
-  /// @brief Keras's get_weights: every weight's value, layer by layer.
+  /// @brief Keras's get_weights: every weight's value, in weights()'s order.
   std::vector<weight_value<T>> get_weights() {
     std::vector<weight_value<T>> out;
-    detail::each_weight(self().layers(), true, "", [&](const std::string&, const auto& w, bool) {
-      out.push_back({w.shape, std::vector<T>(w.values.begin(), w.values.end())});
-    });
+    for (const auto& w : table().all()) out.push_back({w.shape, std::vector<T>(w.values.begin(), w.values.end())});
     return out;
   }
   /// @brief Keras's set_weights: as many values as weights, each of its weight's shape (checked
   /// for all before any weight changes).
   void set_weights(const std::vector<weight_value<T>>& values) {
-    const auto layers = self().layers();
-    std::size_t i = 0;
-    detail::each_weight(layers, true, "", [&](const std::string& layer, const auto& w, bool) {
-      if (i < values.size() && (values[i].shape != w.shape || values[i].values.size() != w.values.size()))
-        throw shape_error("ctflow::keras::set_weights: layer " + layer + ", weight " + w.name + ": shape " + format_dims(values[i].shape) + " given for a weight of shape " +
-                          format_dims(w.shape));
-      ++i;
-    });
-    if (values.size() != i)
-      throw value_error("ctflow::keras::set_weights: the model has " + std::to_string(i) + " weights, " + std::to_string(values.size()) +
+    auto& all = table().all();
+    for (std::size_t i = 0; i < all.size() && i < values.size(); ++i)
+      if (values[i].shape != all[i].shape || values[i].values.size() != all[i].size())
+        throw shape_error("ctflow::keras::set_weights: layer " + all[i].path.substr(0, all[i].path.rfind('/')) + ", weight " + all[i].name() + ": shape " + format_dims(values[i].shape) + " given for a weight of shape " +
+                          format_dims(all[i].shape));
+    if (values.size() != all.size())
+      throw value_error("ctflow::keras::set_weights: the model has " + std::to_string(all.size()) + " weights, " + std::to_string(values.size()) +
                         " values were given");
-    i = 0;
-    detail::each_weight(layers, true, "", [&](const std::string&, const auto& w, bool) {
-      std::copy(values[i].values.begin(), values[i].values.end(), w.values.begin());
-      ++i;
-    });
+    for (std::size_t i = 0; i < all.size(); ++i) std::copy(values[i].values.begin(), values[i].values.end(), all[i].values.begin());
   }
 
   /// @brief The weight regularizers' penalties (Keras's model.losses), one per regularized weight.
   std::vector<double> losses() {
     std::vector<double> out;
-    detail::each_weight(self().layers(), true, "", [&](const std::string&, const auto& w, bool) {
-      if (w.regularizer && w.regularizer->active()) out.push_back((*w.regularizer)(w.values.data(), w.values.size()));
-    });
+    for (const auto& w : table().all())
+      if (w.regularizer) out.push_back((*w.regularizer)(w.value()));
     return out;
   }
 
@@ -136,14 +117,11 @@ template <class Derived, class T> class model_base {
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
-  std::vector<variable_ref<T>> variables(bool trainable) {
-    std::vector<variable_ref<T>> out;
-    detail::each_weight(self().layers(), self().trainable, "", [&](const std::string& layer, const auto& w, bool trains) {
-      if (trains == trainable) out.push_back({layer + "/" + w.name, w.shape, w.values, trains});
-    });
-    return out;
+  detail::weight_table<T>& table() {
+    if (!table_.built()) table_.build(self().layers());
+    return table_;
   }
-  std::vector<std::vector<T>> zeros_;
+  detail::weight_table<T> table_;
 };
 
 }  // namespace ctflow::keras

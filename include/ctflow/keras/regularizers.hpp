@@ -6,8 +6,9 @@
 ///
 ///     layers::Dense<64>{.kernel_regularizer = regularizers::L2(1e-4)}
 
-#include <cmath>
 #include <cstddef>
+
+#include <ctflow/ctflow.hpp>
 
 namespace ctflow::keras::regularizers {
 
@@ -17,22 +18,19 @@ struct Regularizer {
   const char* class_name = "";
   /// @brief Whether it penalises anything.
   bool active() const { return l1 != 0 || l2 != 0; }
-  /// @brief Its value for the n weights at w.
-  template <class T> double operator()(const T* w, std::size_t n) const {
-    double a = 0, s = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double v = double(w[i]);
-      a += std::abs(v);
-      s += v * v;
-    }
-    return l1 * a + l2 * s;
+  /// @brief Its value for weight w (l1 * sum(|w|) + l2 * sum(w^2), each term only when its
+  /// factor is not 0).
+  template <class W> double operator()(const W& w) const {
+    double r = 0;
+    if (l1 != 0) r += l1 * double(ctflow::item(reduce_sum(abs(w))));
+    if (l2 != 0) r += l2 * double(ctflow::item(reduce_sum(square(w))));
+    return r;
   }
-  /// @brief Adds its gradient, l1 * sign(w) + 2 * l2 * w, to g.
-  template <class T> void add_gradient(const T* w, T* g, std::size_t n) const {
-    for (std::size_t i = 0; i < n; ++i) {
-      const double v = double(w[i]);
-      g[i] = T(double(g[i]) + l1 * double((v > 0) - (v < 0)) + 2 * l2 * v);
-    }
+  /// @brief Adds its gradient with respect to w, l1 * sign(w) + 2 * l2 * w, to g (one fused loop,
+  /// on the weight's device).
+  template <class W, class G> void add_gradient(const W& w, G& g) const {
+    using T = value_t<W>;
+    g = g + T(l1) * sign(w) + T(2 * l2) * w;
   }
 };
 
