@@ -4,6 +4,8 @@
 #include "keras_check.hpp"
 #include "../unit/counting_new.hpp"  // every operator new in the process is counted
 
+#include <ctflow/keras/optimizers.hpp>
+
 #include <filesystem>
 
 using namespace ctflow;
@@ -116,6 +118,28 @@ TEST_CASE("a model's table of variables: paths, views, regularizers and gradient
   CHECK(model.trainable_variables()[0].path == "dense_1/kernel");
   CHECK(model.non_trainable_variables()[1].path == "dense/bias");
   CHECK(model.gradients().size() == 2);
+}
+
+TEST_CASE("an optimizer trains a model through its table of variables: the loss falls, a warm update allocates nothing") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16, activations::relu>, layers::Dense<1>> model;
+  keras::optimizers::Adam adam{.learning_rate = 0.01, .clipnorm = 1.0};
+  const auto x = random_uniform<float, Shape<dyn, 8>>(5, -1, 1, {32, 8});
+  const Tensor<float, Shape<dyn, 1>> y = reduce_sum<1>(x, keepdims) * 0.25f;  // a target the model can learn
+  auto mse = [&](const auto& p) { return double(item(reduce_mean(square(p - y)))); };
+  const double first = mse(model(x));
+  std::size_t warm_calls = 0;
+  for (int step = 0; step < 60; ++step) {
+    const auto p = model(x, true);
+    const Tensor<float, Shape<dyn, 1>> dy = (p - y) * (2.f / 32);  // d(mean squared error)/d(prediction)
+    model.backward(TensorView<const float, Shape<dyn, 1>>(dy.data(), dy.dims()));
+    const std::size_t before = counting_new::calls.load();
+    adam.apply_gradients(model.gradients(), model.trainable_variables());
+    if (step > 0) warm_calls += counting_new::calls.load() - before;
+  }
+  CHECK(adam.iterations() == 60);
+  CHECK(mse(model(x)) < 0.2 * first);
+  CHECK(warm_calls == 0);
 }
 
 TEST_CASE("freezing a layer: its weights leave trainable_variables(), summary's totals change, backward leaves them") {

@@ -19,7 +19,7 @@ namespace ctflow::keras {
 /// listed under it (expand_nested).
 struct summary_options {
   int line_length = 0;
-  std::function<void(const std::string&)> print_fn;
+  std::function<void(const std::string&)> print_fn{};
   bool expand_nested = false;
 };
 

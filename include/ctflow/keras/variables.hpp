@@ -23,16 +23,16 @@ namespace ctflow::keras {
 template <class T, class D = cpu> struct variable_ref {
   using value_type = T;
   using device_type = D;
-  std::string path;
-  std::vector<std::size_t> shape;
-  std::span<T> values;
+  std::string path{};
+  std::vector<std::size_t> shape{};
+  std::span<T> values{};
   /// @brief Where the last backward pass left the gradient (null there: none); null: no slot.
   const T* const* gradient_slot = nullptr;
   /// @brief Its regularizer (null: none).
   const regularizers::Regularizer* regularizer = nullptr;
   /// @brief The trainable flags of its layer and of the layers around it, innermost last (not the
   /// model's own: the model passes it), and the variable's own flag.
-  std::vector<const bool*> layer_flags;
+  std::vector<const bool*> layer_flags{};
   bool own_trainable = true;
 
   /// @brief The variable's name within its layer ("kernel").
@@ -54,7 +54,7 @@ template <class T, class D = cpu> struct variable_ref {
 
 /// @brief A weight's value with its shape, as Keras's get_weights returns each (a NumPy array).
 template <class T> struct weight_value {
-  std::vector<std::size_t> shape;
+  std::vector<std::size_t> shape{};
   std::vector<T> values;
 };
 
