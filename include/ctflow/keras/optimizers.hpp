@@ -46,7 +46,6 @@ struct optimizer_state {
   bool accumulates = false, averages = false;
   std::vector<Tensor<float, Shape<dyn>>> float_tensors;
   std::vector<Tensor<double, Shape<dyn>>> double_tensors;
-  bool restart_accumulators = true;  // the accumulators hold the last update's gradient: the next apply starts them
   double u_product = 1;
   std::vector<std::string> no_decay;  // exclude_from_weight_decay's names
   template <class T> std::vector<Tensor<T, Shape<dyn>>>& tensors() {
@@ -124,20 +123,20 @@ template <class O, class Grads, class Vars> void apply(O& o, optimizer_state& s,
     return flat_view<const T>(acc.data(), acc.dims());
   };
   if (s.accumulates) {
-    // The accumulator becomes the gradient of an update; the next apply starts it again.
+    // The accumulator becomes the gradient of an update; the apply after it starts it again.
+    const bool restart = s.applies % steps == 0;
     for (std::size_t i = 0; i < vars.size(); ++i) {
       flat_view<T> acc(t[i * s.per_variable + s.slots].data(), {vars[i].size()});
       const flat_view<const T> g(grads[i].data(), {grads[i].size()});
       const T mean = T(1.0 / double(steps));
       if (update) {
-        if (s.restart_accumulators) acc = g * mean;
+        if (restart) acc = g * mean;
         else acc = (g + acc) * mean;
       } else {
-        if (s.restart_accumulators) acc = g;
+        if (restart) acc = g;
         else acc = acc + g;
       }
     }
-    s.restart_accumulators = update;
   }
   if (update) {
     // Clipping: a scale per variable (clipnorm) or for all (global_clipnorm), or a range.
@@ -213,6 +212,12 @@ template <class O, class Grads, class Vars> void apply(O& o, optimizer_state& s,
   /** @brief Keras's exclude_from_weight_decay(var_names=...): no decay for variables whose name                       \
       contains one of names. */                                                                                        \
   void exclude_from_weight_decay(std::vector<std::string> names) { state_.no_decay = std::move(names); }               \
+  /** @brief Keras's optimizer.build(var_list): makes the slots for vars now (before a restore). */                   \
+  template <class Vars> void build(const Vars& vars) { ::ctflow::keras::optimizers::detail::build(*this, state_, vars); } \
+  /** @brief Names the optimizer's state for train::Checkpoint: "iterations", "learning_rate" (a number               \
+      rate's), "vars" (in Keras 3's order: the moving averages, the gradient accumulators, then each                   \
+      variable's slots), "u_product"; build() it before restoring into it. */                                          \
+  template <class V> void track(V& v) { ::ctflow::keras::optimizers::detail::track(*this, state_, v); }                 \
   /** @brief Keras's finalize_variable_values: with use_ema, the variables take their moving average. */              \
   template <class Vars> void finalize_variable_values(const Vars& vars) {                                              \
     ::ctflow::keras::optimizers::detail::finalize(*this, state_, vars);                                                \
@@ -227,6 +232,41 @@ template <class O, class Vars> void finalize(O&, optimizer_state& s, const Vars&
   for (std::size_t i = 0; i < vars.size() && i < s.keys.size(); ++i)
     if (vars[i].values.data() == s.keys[i]) vars[i].value() = flat_view<const T>(t[(i + 1) * s.per_variable - 1].data(), {vars[i].size()});
 }
+/// The optimizer's variables in Keras 3's order (after its iteration count and learning rate):
+/// each variable's moving average, then each one's gradient accumulator, then the rule's slots,
+/// variable by variable; as references a checkpoint reads and writes.
+template <class T> std::vector<variable_ref<T>> keras_order(optimizer_state& s) {
+  std::vector<variable_ref<T>> out;
+  auto& t = s.tensors<T>();
+  const std::size_t n = s.keys.size();
+  const auto add = [&](std::size_t i, std::size_t k) {
+    auto& x = t[i * s.per_variable + k];
+    out.push_back({.path = s.paths[i], .shape = {x.size()}, .values = {x.data(), x.size()}});
+  };
+  if (s.averages)
+    for (std::size_t i = 0; i < n; ++i) add(i, s.per_variable - 1);
+  if (s.accumulates)
+    for (std::size_t i = 0; i < n; ++i) add(i, s.slots);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < s.slots; ++k) add(i, k);
+  return out;
+}
+
+/// Names optimizer o's state to a checkpoint's visitor v.
+template <class O, class V> void track(O& o, optimizer_state& s, V& v) {
+  v("iterations", s.applies);
+  if (!o.learning_rate.is_schedule()) v("learning_rate", o.learning_rate);
+  if (!s.built) return;
+  if (!s.float_tensors.empty()) {
+    auto vars = keras_order<float>(s);
+    v("vars", vars);
+  } else if (!s.double_tensors.empty()) {
+    auto vars = keras_order<double>(s);
+    v("vars", vars);
+  }
+  v("u_product", s.u_product);
+}
+
 /// Adam's update of w from g (an expression) with slots s: momentum, velocity (and with amsgrad
 /// the largest velocity); AdamW's after its decay.
 template <class W, class G, class S>

@@ -141,6 +141,10 @@ class learning_rate_t {
   double operator()(std::int64_t step) const { return schedule_ ? schedule_(step) : value_; }
   /// @brief Whether the rate is a schedule.
   bool is_schedule() const { return bool(schedule_); }
+  /// @brief Names a number rate for train::Checkpoint ("value"; a schedule has none: it is code).
+  template <class V> void track(V& v) {
+    if (!schedule_) v("value", value_);
+  }
 
  private:
   double value_ = 0.001;
