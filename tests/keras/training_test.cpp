@@ -245,6 +245,15 @@ TEST_CASE("losses: values, sample weights, reductions and gradients are Keras 3'
   check_loss<losses::CategoricalCrossentropy>("cce", CTFLOW_MAKE(CategoricalCrossentropy), yc, probs_c);
   check_loss<losses::CategoricalCrossentropy>("cce_logits_smoothing", CTFLOW_MAKE(CategoricalCrossentropy, .from_logits = true, .label_smoothing = 0.1), yc,
                                               logits_c);
+  check_loss<losses::BinaryFocalCrossentropy>("bfce", CTFLOW_MAKE(BinaryFocalCrossentropy), yb, probs_b);
+  check_loss<losses::BinaryFocalCrossentropy>(
+      "bfce_logits_balanced",
+      CTFLOW_MAKE(BinaryFocalCrossentropy, .apply_class_balancing = true, .alpha = 0.3, .gamma = 1.5, .from_logits = true, .label_smoothing = 0.1), yb,
+      logits_b);
+  check_loss<losses::CategoricalFocalCrossentropy>("cfce", CTFLOW_MAKE(CategoricalFocalCrossentropy), yc, probs_c);
+  check_loss<losses::CategoricalFocalCrossentropy>(
+      "cfce_logits_smoothing", CTFLOW_MAKE(CategoricalFocalCrossentropy, .alpha = 0.5, .gamma = 3.0, .from_logits = true, .label_smoothing = 0.1), yc,
+      logits_c);
   check_loss<losses::SparseCategoricalCrossentropy>("scce", CTFLOW_MAKE(SparseCategoricalCrossentropy), labels, probs_c);
   check_loss<losses::SparseCategoricalCrossentropy>("scce_logits", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true), labels, logits_c);
   check_loss<losses::SparseCategoricalCrossentropy>("scce_logits_ignore", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true, .ignore_class = 3),

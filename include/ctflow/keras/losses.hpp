@@ -362,6 +362,72 @@ template <Reduction R = Reduction::sum_over_batch_size> struct CategoricalCrosse
   }
 };
 
+/// @brief keras.losses.BinaryFocalCrossentropy(apply_class_balancing, alpha, gamma, from_logits,
+/// label_smoothing): the binary cross-entropy weighted by (1 - p_t)^gamma (and, balanced, by
+/// alpha for positives, 1 - alpha for negatives); the mean over the last axis.
+template <Reduction R = Reduction::sum_over_batch_size> struct BinaryFocalCrossentropy {
+  bool apply_class_balancing = false;
+  double alpha = 0.25;
+  double gamma = 2.0;
+  bool from_logits = false;
+  double label_smoothing = 0.0;
+  CTFLOW_KERAS_LOSS("BinaryFocalCrossentropy", "binary_focal_crossentropy");
+  /// @brief Hands the per-sample losses and their count to f.
+  template <class Y, class P, class F> void with_call(const Y& y_true, const P& y_pred, F&& f) const {
+    using T = value_t<P>;
+    CTFLOW_STATIC_CHECK((detail::fits_dense<BinaryFocalCrossentropy, Y, P>), (detail::shape_message<BinaryFocalCrossentropy, Y, P>()));
+    if constexpr (detail::fits_dense<BinaryFocalCrossentropy, Y, P>) {
+      const auto y = detail::as_dtype<T>(y_true) * T(1 - label_smoothing) + T(0.5 * label_smoothing);
+      // The class weight y * alpha + (1 - y) * (1 - alpha) when balanced, 1 otherwise.
+      const T slope = apply_class_balancing ? T(2 * alpha - 1) : T(0), base = apply_class_balancing ? T(1 - alpha) : T(1);
+      const auto focal = [&](const auto& p) {
+        const auto q = clip_by_value(p, T(epsilon), T(1 - epsilon));
+        const auto bce = -(y * log(q) + (T(1) - y) * log(T(1) - q));
+        const auto p_t = y * p + (T(1) - y) * (T(1) - p);
+        return reduce_mean<-1>((y * slope + base) * pow(T(1) - p_t, T(gamma)) * bce);
+      };
+      if (from_logits) {
+        const auto per = focal(sigmoid(y_pred));
+        f(per, double(detail::count(per)));
+      } else {
+        const auto per = focal(y_pred);
+        f(per, double(detail::count(per)));
+      }
+    }
+  }
+};
+
+/// @brief keras.losses.CategoricalFocalCrossentropy(alpha, gamma, from_logits, label_smoothing):
+/// sum(alpha * (1 - p)^gamma * -y_true * log(p)) over the last axis, p the normalised, clipped
+/// probabilities.
+template <Reduction R = Reduction::sum_over_batch_size> struct CategoricalFocalCrossentropy {
+  double alpha = 0.25;
+  double gamma = 2.0;
+  bool from_logits = false;
+  double label_smoothing = 0.0;
+  CTFLOW_KERAS_LOSS("CategoricalFocalCrossentropy", "categorical_focal_crossentropy");
+  /// @brief Hands the per-sample losses and their count to f.
+  template <class Y, class P, class F> void with_call(const Y& y_true, const P& y_pred, F&& f) const {
+    using T = value_t<P>;
+    CTFLOW_STATIC_CHECK((detail::fits_dense<CategoricalFocalCrossentropy, Y, P>), (detail::shape_message<CategoricalFocalCrossentropy, Y, P>()));
+    if constexpr (detail::fits_dense<CategoricalFocalCrossentropy, Y, P>) {
+      const double classes = double(y_pred.dims()[std::size_t(shape_t<P>::rank) - 1]);
+      const auto y = detail::as_dtype<T>(y_true) * T(1 - label_smoothing) + T(label_smoothing / classes);
+      const auto focal = [&](const auto& p) {
+        const auto q = clip_by_value(p / reduce_sum<-1>(p, keepdims), T(epsilon), T(1 - epsilon));
+        return reduce_sum<-1>(T(alpha) * pow(T(1) - q, T(gamma)) * (-y * log(q)));
+      };
+      if (from_logits) {
+        const auto per = focal(nn::softmax(y_pred));
+        f(per, double(detail::count(per)));
+      } else {
+        const auto per = focal(y_pred);
+        f(per, double(detail::count(per)));
+      }
+    }
+  }
+};
+
 /// @brief keras.losses.SparseCategoricalCrossentropy(from_logits, ignore_class): integer labels
 /// of y_pred's shape without its last axis; a label out of range is an error naming it and the
 /// class count; labels equal to ignore_class count for nothing (the mean is over the others).
