@@ -35,6 +35,7 @@
 #include <ctflow/keras/layers/up_sampling2d.hpp>
 #include <ctflow/keras/layers/zero_padding2d.hpp>
 #include <ctflow/keras/losses.hpp>
+#include <ctflow/keras/metrics.hpp>
 #include <ctflow/keras/model.hpp>
 #include <ctflow/keras/optimizers.hpp>
 #include <ctflow/keras/regularizers.hpp>
