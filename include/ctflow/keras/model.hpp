@@ -1,10 +1,10 @@
 #pragma once
 /// @file
-/// @brief What every Keras model offers about its weights, whatever its kind (Sequential,
-/// functional Model): its variables (`trainable_variables()`, `non_trainable_variables()`), their
-/// values (`get_weights()`, `set_weights()`), the gradients of the last backward pass, the
-/// regularizers' penalties (`losses()`) and Keras's weight files (`save_weights`,
-/// `load_weights`), all from the run-time description of its layers (`layer_info`).
+/// @brief What every Keras model offers, whatever its kind (Sequential, functional Model): its
+/// variables (`trainable_variables()`, `non_trainable_variables()`), their values
+/// (`get_weights()`, `set_weights()`), the gradients of the last backward pass, the regularizers'
+/// penalties (`losses()`), Keras's weight files (`save_weights`, `load_weights`), and training
+/// as Keras trains: `compile`, `fit`, `evaluate`, `predict` and the `*_on_batch` methods.
 
 #include <algorithm>
 #include <span>
@@ -15,6 +15,7 @@
 #include <ctflow/core/shape.hpp>
 #include <ctflow/keras/layer_info.hpp>
 #include <ctflow/keras/saving.hpp>
+#include <ctflow/keras/training.hpp>
 
 namespace ctflow::keras {
 
@@ -115,8 +116,150 @@ template <class Derived, class T> class model_base {
   void save_weights(const std::string& path) { keras::save_weights(self(), path); }
   void load_weights(const std::string& path, const load_options& options = {}) { keras::load_weights(self(), path, options); }
 
+  /// @brief The sum of the regularizers' penalties (what training adds to the loss).
+  double regularization_loss() {
+    double sum = 0;
+    for (const auto& w : table().all())
+      if (w.regularizer) sum += (*w.regularizer)(w.value());
+    return sum;
+  }
+
+  /// @brief Keras's model.compile(optimizer, loss, metrics): metrics by name ("accuracy" is
+  /// resolved from the loss's labels and the output's shape, as Keras resolves it), then metric
+  /// objects. The loss must take the model's output (a compile error naming both otherwise).
+  template <class O, class L, class... M>
+  void compile(O optimizer, L loss, const std::vector<std::string>& metrics = {}, M... metric_objects) {
+    compiled_ = detail::make_compiled<T, out_shape<>>(std::move(optimizer), std::move(loss), metrics, std::move(metric_objects)...);
+  }
+  /// @brief The optimizer given to compile (Keras's model.optimizer): iterations, learning rate.
+  compiled_optimizer<T>& optimizer() { return *compiled<>("optimizer()").optimizer; }
+
+  /// @brief Keras's model.fit(x, y, ...): tensors of samples (rows) in any real dtype, converted to
+  /// the model's batch by batch; x of the Input's shape (or without its channel axis of 1), y of
+  /// the output's shape (or integer labels without its last axis, for a sparse loss). Returns the
+  /// History.
+  template <Expression X, Expression Y> callbacks::History fit(const X& x, const Y& y, const fit_options& options = {}) {
+    check_samples<X>();
+    return detail::fit_tensors(self(), compiled<>("fit"), array_ref(x), array_ref(y), options);
+  }
+  /// @brief model.fit(dataset, ...): a Dataset of (x, y) or (x, y, sample_weight) batches.
+  template <detail::dataset D> callbacks::History fit(const D& dataset, const fit_options& options = {}) {
+    return detail::fit_dataset(self(), compiled<>("fit"), dataset, options, static_cast<const std::nullptr_t*>(nullptr));
+  }
+  /// @brief model.fit(dataset, ..., validation_data=validation): validated on another Dataset.
+  template <detail::dataset D, detail::dataset V> callbacks::History fit(const D& dataset, const fit_options& options, const V& validation) {
+    return detail::fit_dataset(self(), compiled<>("fit"), dataset, options, &validation);
+  }
+
+  /// @brief Keras's model.evaluate(x, y, return_dict=True): the loss and the metrics by name.
+  template <Expression X, Expression Y> callbacks::Logs evaluate(const X& x, const Y& y, const evaluate_options& options = {}) {
+    check_samples<X>();
+    auto& c = compiled<>("evaluate");
+    detail::tensor_batches<Derived, compiled_type<>> batches(c.sparse, c.loss_name, array_ref(x), array_ref(y), options.sample_weight, no_class_weight(), 0,
+                                                           x.dims()[0], options.batch_size, detail::who(self()));
+    batches.order(false, 0, 0);
+    const std::int64_t steps = options.steps ? std::min(*options.steps, batches.steps()) : batches.steps();
+    detail::batch_buffers<Derived, compiled_type<>> b;
+    return detail::evaluate_batches(self(), c, options, steps, [&](auto&& f) {
+      for (std::int64_t step = 0; step < steps; ++step) {
+        const auto labels = batches.fill(step, b);
+        f(step, *b.x_view, labels);
+      }
+    });
+  }
+  /// @brief model.evaluate(dataset): on a Dataset of (x, y[, sample_weight]) batches.
+  template <detail::dataset D> callbacks::Logs evaluate(const D& dataset, const evaluate_options& options = {}) {
+    auto& c = compiled<>("evaluate");
+    detail::batch_buffers<Derived, compiled_type<>> b;
+    std::optional<std::int64_t> steps = options.steps;
+    if (dataset.cardinality() >= 0) steps = steps ? std::min(*steps, dataset.cardinality()) : dataset.cardinality();
+    return detail::evaluate_batches(self(), c, options, steps, [&](auto&& f) { detail::dataset_batches(self(), c, dataset, b, 0, steps, f); });
+  }
+
+  /// @brief Keras's model.predict(x): the outputs of x's samples in batches, concatenated.
+  template <Expression X> auto predict(const X& x, const predict_options& options = {}) {
+    check_samples<X>();
+    detail::tensor_batches<Derived, compiled_type<>> batches(false, "", array_ref(x), array_ref{}, array_ref{}, no_class_weight(), 0, x.dims()[0],
+                                                           options.batch_size, detail::who(self()));
+    batches.order(false, 0, 0);
+    const std::int64_t steps = options.steps ? std::min(*options.steps, batches.steps()) : batches.steps();
+    detail::batch_buffers<Derived, compiled_type<>> b;
+    return detail::predict_batches(self(), options, steps, [&](auto&& f) {
+      for (std::int64_t step = 0; step < steps; ++step) {
+        batches.fill(step, b);
+        f(step, *b.x_view);
+      }
+    });
+  }
+  /// @brief model.predict(dataset): a Dataset of x batches (or of (x, ...) tuples: x is used).
+  template <detail::dataset D> auto predict(const D& dataset, const predict_options& options = {}) {
+    detail::batch_buffers<Derived, compiled_type<>> b;
+    std::optional<std::int64_t> steps = options.steps;
+    if (dataset.cardinality() >= 0) steps = steps ? std::min(*steps, dataset.cardinality()) : dataset.cardinality();
+    return detail::predict_batches(self(), options, steps, [&](auto&& f) {
+      std::int64_t step = 0;
+      for (const auto& e : dataset) {
+        if (steps && step >= *steps) break;
+        const auto& x = std::get<0>(detail::as_tuple(e));
+        using X = std::remove_cvref_t<decltype(x)>;
+        using In = typename Derived::input_type;
+        if constexpr (is_leaf_v<X> && std::is_same_v<std::remove_const_t<value_t<X>>, std::remove_const_t<value_t<In>>> && rank_v<X> == rank_v<In>) {
+          f(step++, In(x.data(), x.dims()));
+        } else {
+          std::vector<std::size_t> xd(x.dims().begin(), x.dims().end());
+          const auto d = detail::batch_dims<shape_t<In>>(xd[0], xd, "the dataset's x", detail::who(self()));
+          b.x = Tensor<std::remove_const_t<value_t<In>>, Shape<dyn>>(dims_t<1>{product(x.dims())});
+          const auto t = eval(x);
+          std::transform(t.data(), t.data() + t.size(), b.x.data(), [](auto v) { return std::remove_const_t<value_t<In>>(v); });
+          f(step++, In(b.x.data(), d));
+        }
+      }
+    });
+  }
+
+  /// @brief Keras's train_on_batch(x, y): one training step on the whole of x; the batch's loss
+  /// and metrics.
+  template <Expression X, Expression Y> callbacks::Logs train_on_batch(const X& x, const Y& y) { return on_batch<true>(x, y); }
+  /// @brief Keras's test_on_batch(x, y): the loss and metrics of one batch.
+  template <Expression X, Expression Y> callbacks::Logs test_on_batch(const X& x, const Y& y) { return on_batch<false>(x, y); }
+  /// @brief Keras's predict_on_batch(x): the outputs of one batch.
+  template <Expression X> auto predict_on_batch(const X& x) { return predict(x, {.batch_size = std::max<std::size_t>(1, x.dims()[0]), .verbose = 0}); }
+
  private:
   Derived& self() { return static_cast<Derived&>(*this); }
+  template <class D = Derived> using out_shape = shape_t<typename D::output_type>;
+  template <class D = Derived> using compiled_type = detail::compiled<T, out_shape<D>>;
+  template <class D = Derived> compiled_type<D>& compiled(const char* what) { return detail::compiled_of<compiled_type<D>>(self(), compiled_.get(), what); }
+  static const std::map<std::int64_t, double>& no_class_weight() {
+    static const std::map<std::int64_t, double> none;
+    return none;
+  }
+  /// fit, evaluate and predict take tensors of samples: x of the Input's rank (or one less).
+  template <class X> static constexpr void check_samples() {
+    using InS = shape_t<typename Derived::input_type>;
+    static_assert(is_leaf_v<X>, "ctflow::keras: fit, evaluate and predict take tensors (or a Dataset); evaluate an expression into a tensor first");
+    static_assert(rank_v<X> == InS::rank || (rank_v<X> + 1 == InS::rank && InS::extents[std::size_t(InS::rank) - 1] == 1),
+                  "ctflow::keras: x must have the rank of the model's Input (or one less, when the Input's last extent is 1)");
+  }
+  template <bool Train, class X, class Y> callbacks::Logs on_batch(const X& x, const Y& y) {
+    check_samples<X>();
+    auto& c = compiled<>(Train ? "train_on_batch" : "test_on_batch");
+    detail::tensor_batches<Derived, compiled_type<>> batches(c.sparse, c.loss_name, array_ref(x), array_ref(y), array_ref{}, no_class_weight(), 0,
+                                                           x.dims()[0], std::max<std::size_t>(1, x.dims()[0]), detail::who(self()));
+    batches.order(false, 0, 0);
+    detail::batch_buffers<Derived, compiled_type<>> b;
+    const auto labels = batches.fill(0, b);
+    c.reset_metrics();
+    if constexpr (Train) {
+      Tensor<T, out_shape<>> dy;
+      detail::train_step(self(), c, *b.x_view, labels, dy);
+    } else {
+      detail::test_step(self(), c, *b.x_view, labels);
+    }
+    return c.results();
+  }
+  std::shared_ptr<detail::compiled_base> compiled_;
+
   detail::weight_table<T>& table() {
     if (!table_.built()) table_.build(self().layers());
     return table_;

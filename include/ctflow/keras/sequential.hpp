@@ -63,6 +63,9 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   using output_shape = detail::output_shape_t<std::tuple_element_t<size - 1, layers_type>>;
   using input_view = TensorView<const input_value_type, input_shape>;
   using output_view = TensorView<const value_type, output_shape>;
+  /// @brief What a call takes and gives (as a functional Model names them).
+  using input_type = input_view;
+  using output_type = output_view;
   static constexpr const char* class_name = "Sequential";
 
   /// @brief The model's name (Keras's automatic sequential, sequential_1, ... by default) and

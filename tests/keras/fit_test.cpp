@@ -1,0 +1,353 @@
+// Training as Keras trains: compile, fit (tensors and datasets), evaluate, predict, the
+// *_on_batch methods, the callbacks and the progress bar, in the forms users write them.
+#include "keras_check.hpp"
+
+#include <ctflow/data.hpp>
+
+using namespace ctflow;
+namespace layers = keras::layers;
+namespace activations = keras::activations;
+namespace callbacks = keras::callbacks;
+
+namespace {
+
+using Net = keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16, activations::relu>, layers::Dense<3>>;
+using Losses = keras::losses::SparseCategoricalCrossentropy<>;
+
+/// 256 samples of 8 features and labels of 3 classes a small model can learn.
+struct problem {
+  Tensor<float, Shape<dyn, 8>> x = random_uniform<float, Shape<dyn, 8>>(5, -1, 1, {256, 8});
+  Tensor<std::int32_t, Shape<dyn>> y = cast<std::int32_t>(argmax<1>(matmul(x, random_uniform<float, Shape<8, 3>>(7, -1, 1))));
+};
+
+std::string scratch_dir(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("ctflow_fit_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+void compile(Net& model, double lr = 0.01) {
+  model.compile(keras::optimizers::Adam{.learning_rate = lr}, Losses{.from_logits = true}, {"accuracy"});
+}
+
+/// The largest difference between two tensors' elements.
+template <class A, class B> double max_difference(const A& a, const B& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(double(a.data()[i]) - double(b.data()[i])));
+  return d;
+}
+
+/// Whether two models' weights are bitwise equal.
+template <class A, class B> bool same_weights(A& a, B& b) {
+  const auto wa = a.get_weights(), wb = b.get_weights();
+  for (std::size_t i = 0; i < wa.size(); ++i)
+    if (wa[i].values != wb[i].values) return false;
+  return wa.size() == wb.size();
+}
+
+}  // namespace
+
+TEST_CASE("fit: the loss falls, History has each epoch's logs, validation on the last samples") {
+  keras::backend::clear_session();
+  keras::utils::set_random_seed(1);
+  problem p;
+  Net model;
+  compile(model);
+  const auto history = model.fit(p.x, p.y, {.batch_size = 32, .epochs = 4, .verbose = 0, .validation_split = 0.25});
+  REQUIRE(history.epoch == std::vector<std::int64_t>{0, 1, 2, 3});
+  for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"}) CHECK(history.history.at(k).size() == 4);
+  CHECK(history.history.at("loss").back() < 0.7 * history.history.at("loss").front());
+  // 192 training samples in batches of 32: 6 updates an epoch.
+  CHECK(model.optimizer().iterations() == 24);
+  // The validation logs are evaluate's on the last quarter.
+  const TensorView<const float, Shape<dyn, 8>> vx(p.x.data() + 192 * 8, {64, 8});
+  const TensorView<const std::int32_t, Shape<dyn>> vy(p.y.data() + 192, {64});
+  const auto val = model.evaluate(vx, vy, {.verbose = 0});
+  CHECK(val.at("loss") == Approx(history.history.at("val_loss").back()).epsilon(1e-6));
+  CHECK(val.at("accuracy") == Approx(history.history.at("val_accuracy").back()).epsilon(1e-6));
+}
+
+TEST_CASE("fit: bitwise the same weights with the same seed, on one and on two threads") {
+  problem p;
+  auto run = [&](int threads) {
+    config::set_num_threads(threads);
+    keras::backend::clear_session();
+    keras::utils::set_random_seed(3);
+    auto model = std::make_unique<Net>();
+    compile(*model);
+    model->fit(p.x, p.y, {.batch_size = 16, .epochs = 2, .verbose = 0});
+    return model;
+  };
+  const int threads = config::get_num_threads();
+  auto a = run(1), b = run(1), c = run(2);
+  config::set_num_threads(threads);
+  CHECK(same_weights(*a, *b));
+  CHECK(same_weights(*a, *c));
+}
+
+TEST_CASE("evaluate, predict and the *_on_batch methods are the model's call, the loss and the metric by hand") {
+  keras::backend::clear_session();
+  problem p;
+  Net model;
+  compile(model);
+  const Tensor<float, Shape<dyn, 3>> logits = model(p.x);
+  const auto predicted = model.predict(p.x, {.batch_size = 100, .verbose = 0});  // 3 batches, the last of 56
+  REQUIRE(predicted.dims() == logits.dims());
+  CHECK(max_difference(logits, predicted) < 1e-6);
+  const auto on_batch = model.predict_on_batch(p.x);
+  CHECK(std::equal(logits.begin(), logits.end(), on_batch.begin()));
+
+  const auto logs = model.evaluate(p.x, p.y, {.batch_size = 256, .verbose = 0});
+  CHECK(logs.at("loss") == Approx(Losses{.from_logits = true}(p.y, logits)).epsilon(1e-6));
+  keras::metrics::SparseCategoricalAccuracy accuracy;
+  accuracy.update_state(p.y, logits);
+  CHECK(logs.at("accuracy") == accuracy.result());
+  CHECK(model.test_on_batch(p.x, p.y).at("loss") == Approx(logs.at("loss")).epsilon(1e-6));
+
+  // train_on_batch is one step: forward, the loss's gradient, backward, one Adam update.
+  keras::backend::clear_session();
+  Net by_hand;
+  by_hand.set_weights(model.get_weights());
+  keras::optimizers::Adam adam{.learning_rate = 0.01};
+  const auto out = by_hand(p.x, true);
+  const auto [value, dy] = Losses{.from_logits = true}.value_and_gradient(p.y, out);
+  by_hand.backward(TensorView<const float, Shape<dyn, 3>>(dy.data(), dy.dims()));
+  adam.apply_gradients(by_hand.gradients(), by_hand.trainable_variables());
+  const auto step = model.train_on_batch(p.x, p.y);
+  CHECK(step.at("loss") == Approx(value).epsilon(1e-6));
+  CHECK(same_weights(model, by_hand));
+}
+
+TEST_CASE("\"accuracy\" is resolved as Keras resolves it: sparse, categorical or binary") {
+  keras::backend::clear_session();
+  problem p;
+  // Dense one-hot labels with CategoricalCrossentropy: categorical accuracy.
+  Net dense;
+  dense.compile(keras::optimizers::SGD{}, keras::losses::CategoricalCrossentropy{.from_logits = true}, {"accuracy", "mse"});
+  const Tensor<float, Shape<dyn, 3>> one_hot = cast<float>(ctflow::one_hot<3>(p.y));
+  const Tensor<float, Shape<dyn, 3>> logits = dense(p.x);
+  keras::metrics::CategoricalAccuracy categorical;
+  categorical.update_state(one_hot, logits);
+  keras::metrics::MeanSquaredError mse;
+  mse.update_state(one_hot, logits);
+  const auto logs = dense.evaluate(p.x, one_hot, {.verbose = 0});
+  CHECK(logs.at("accuracy") == Approx(categorical.result()).epsilon(1e-12));
+  CHECK(logs.at("mse") == Approx(mse.result()).epsilon(1e-6));
+  // One output unit with BinaryCrossentropy: binary accuracy (threshold 0.5), a metric object too.
+  keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<1, activations::sigmoid>> binary;
+  binary.compile(keras::optimizers::SGD{}, keras::losses::BinaryCrossentropy{}, {"acc"}, keras::metrics::BinaryAccuracy{.name = "half", .threshold = 0.5});
+  const Tensor<float, Shape<dyn, 1>> labels = cast<float>(reshape<Shape<dyn, 1>>(p.y) > 0);
+  const auto b = binary.evaluate(p.x, labels, {.verbose = 0});
+  keras::metrics::BinaryAccuracy expected;
+  expected.update_state(labels, binary(p.x));
+  CHECK(b.at("acc") == Approx(expected.result()).epsilon(1e-12));
+  CHECK(b.at("half") == b.at("acc"));
+  CHECK_THROWS_WITH(dense.compile(keras::optimizers::SGD{}, keras::losses::CategoricalCrossentropy{}, {"precision_at_k"}),
+                    Catch::Contains("unknown metric 'precision_at_k'"));
+}
+
+TEST_CASE("fit on a Dataset of (x, y) batches, uint8 images converted and their channel axis added") {
+  keras::backend::clear_session();
+  keras::utils::set_random_seed(5);
+  // Images of 4x4 uint8 whose class is the brighter half.
+  Tensor<std::uint8_t, Shape<dyn, 4, 4>> images({128, 4, 4});
+  Tensor<std::uint8_t, Shape<dyn>> labels({128});
+  const auto noise = random_uniform<float, Shape<dyn, 4, 4>>(9, 0, 100, {128, 4, 4});
+  for (std::size_t i = 0; i < 128; ++i) {
+    labels(i) = std::uint8_t(i % 2);
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t c = 0; c < 4; ++c) images(i, r, c) = std::uint8_t(noise(i, r, c) + ((r < 2) == (i % 2 == 0) ? 150 : 0));
+  }
+  keras::Sequential<keras::Input<float, Shape<4, 4, 1>>, layers::Rescaling, layers::Flatten, layers::Dense<2>> model({}, {.scale = 1.0 / 255}, {}, {});
+  model.compile(keras::optimizers::Adam{.learning_rate = 0.05}, Losses{.from_logits = true}, {"accuracy"});
+  const auto ds = data::from_tensor_slices(images, labels).shuffle(128, 1).batch(16);
+  const auto history = model.fit(ds, {.epochs = 5, .verbose = 0}, data::from_tensor_slices(images, labels).batch(64));
+  CHECK(history.history.at("accuracy").back() > 0.9);
+  CHECK(history.history.at("val_accuracy").size() == 5);
+  CHECK(model.evaluate(data::from_tensor_slices(images, labels).batch(32), {.verbose = 0}).at("accuracy") > 0.9);
+  // The same images as tensors: predict adds the channel axis too.
+  const auto p = model.predict(images, {.verbose = 0});
+  CHECK(p.dims() == dims_t<2>{128, 2});
+  const auto empty = data::from_tensor_slices(images, labels).take(0).batch(16);
+  CHECK_THROWS_WITH(model.fit(empty, {.verbose = 0}), Catch::Contains("the dataset is empty"));
+}
+
+TEST_CASE("bad input to compile, fit and evaluate is a clear error") {
+  keras::backend::clear_session();
+  problem p;
+  Net model;
+  CHECK_THROWS_WITH(model.fit(p.x, p.y), Catch::Contains("call compile(optimizer, loss, metrics) before fit"));
+  compile(model);
+  CHECK_THROWS_WITH(model.fit(p.x, p.y, {.verbose = 0, .validation_split = 1.0}), Catch::Contains("validation_split must be in [0, 1)"));
+  const Tensor<float, Shape<dyn, 8>> none({0, 8});
+  CHECK_THROWS_WITH(model.fit(none, Tensor<std::int32_t, Shape<dyn>>({0}), {.verbose = 0}), Catch::Contains("no samples"));
+  CHECK_THROWS_WITH(model.fit(p.x, Tensor<std::int32_t, Shape<dyn>>({100}), {.verbose = 0}), Catch::Contains("x has 256 samples, y 100"));
+  CHECK_THROWS_WITH(model.fit(p.x, Tensor<float, Shape<dyn, 3>>({256, 3}), {.verbose = 0}),
+                    Catch::Contains("takes integer labels of the output's shape without its last axis; y is float32 [256,3]"));
+  Tensor<std::int32_t, Shape<dyn>> out_of_range = p.y;
+  out_of_range(7) = 3;
+  CHECK_THROWS_WITH(model.fit(p.x, out_of_range, {.batch_size = 256, .verbose = 0}), Catch::Contains("outside the valid range of [0, 3)"));
+  CHECK_THROWS_WITH(model.fit(p.x, p.y, {.verbose = 3}), Catch::Contains("verbose must be 0, 1, 2 or \"auto\""));
+  CHECK_THROWS_WITH(model.fit(p.x, p.y, {.batch_size = 0}), Catch::Contains("batch_size must be positive"));
+  CHECK_THROWS_WITH(callbacks::ModelCheckpoint({.filepath = "model.keras"}), Catch::Contains("must end in .weights.h5"));
+}
+
+TEST_CASE("callbacks: every hook in Keras's order, stop_training, EarlyStopping, learning rates") {
+  keras::backend::clear_session();
+  problem p;
+  Net model;
+  compile(model);
+  struct Recorder : callbacks::Callback {
+    std::vector<std::string> hooks;
+    void on_train_begin(const callbacks::Logs&) override { hooks.push_back("train_begin"); }
+    void on_epoch_begin(std::int64_t e, const callbacks::Logs&) override { hooks.push_back("epoch_begin " + std::to_string(e)); }
+    void on_train_batch_end(std::int64_t b, const callbacks::Logs& logs) override {
+      hooks.push_back("batch_end " + std::to_string(b) + (logs.count("loss") && logs.count("accuracy") ? " logs" : ""));
+    }
+    void on_test_begin(const callbacks::Logs&) override { hooks.push_back("test_begin"); }
+    void on_epoch_end(std::int64_t e, const callbacks::Logs& logs) override {
+      hooks.push_back("epoch_end " + std::to_string(e) + (logs.count("val_loss") ? " val" : ""));
+      if (e == 1) model->stop_training = true;
+    }
+    void on_train_end(const callbacks::Logs&) override { hooks.push_back("train_end"); }
+  } recorder;
+  model.fit(p.x, p.y, {.batch_size = 128, .epochs = 5, .verbose = 0, .callbacks = {recorder}, .validation_split = 0.5});
+  CHECK(recorder.hooks == std::vector<std::string>{"train_begin", "epoch_begin 0", "batch_end 0 logs", "test_begin", "epoch_end 0 val", "epoch_begin 1",
+                                                   "batch_end 0 logs", "test_begin", "epoch_end 1 val", "train_end"});
+
+  // EarlyStopping: a loss that must improve by 10 never does; patience 1 stops after epoch 1.
+  callbacks::EarlyStopping stopper({.monitor = "loss", .min_delta = 10, .patience = 1, .restore_best_weights = true});
+  const auto before = model.get_weights();
+  const auto h = model.fit(p.x, p.y, {.batch_size = 64, .epochs = 10, .verbose = 0, .callbacks = {stopper}});
+  CHECK(h.epoch.size() == 2);
+  CHECK(stopper.stopped_epoch == 1);
+  CHECK(stopper.best_epoch == 0);
+
+  // LearningRateScheduler sets the rate at each epoch; ReduceLROnPlateau divides it.
+  model.fit(p.x, p.y,
+            {.batch_size = 64, .epochs = 3, .verbose = 0,
+             .callbacks = {callbacks::LearningRateScheduler([](std::int64_t epoch, double) { return 0.1 / double(epoch + 1); })}});
+  CHECK(model.optimizer().learning_rate() == Approx(0.1 / 3));
+  model.fit(p.x, p.y, {.batch_size = 64, .epochs = 3, .verbose = 0, .callbacks = {callbacks::ReduceLROnPlateau({.monitor = "loss", .factor = 0.5, .patience = 1, .min_delta = 100})}});
+  CHECK(model.optimizer().learning_rate() == Approx(0.1 / 3 / 4));
+  (void)before;
+}
+
+TEST_CASE("callbacks: ModelCheckpoint's templates and best weights, CSVLogger, TensorBoard's files, TerminateOnNaN") {
+  keras::backend::clear_session();
+  problem p;
+  Net model;
+  compile(model);
+  const std::string dir = scratch_dir("callbacks");
+  callbacks::ModelCheckpoint every({.filepath = dir + "/ckpt-{epoch:02d}-{loss:.2f}.weights.h5"});
+  callbacks::ModelCheckpoint best({.filepath = dir + "/best.weights.h5", .monitor = "val_accuracy", .save_best_only = true});
+  model.fit(p.x, p.y,
+            {.batch_size = 64, .epochs = 3, .verbose = 0,
+             .callbacks = {every, best, callbacks::CSVLogger(dir + "/log.csv"), callbacks::TensorBoard({.log_dir = dir + "/tb", .histogram_freq = 1})},
+             .validation_split = 0.25});
+  REQUIRE(every.saved.size() == 3);
+  CHECK(every.saved[0].find("/ckpt-01-") != std::string::npos);
+  CHECK(std::filesystem::exists(every.saved[2]));
+  REQUIRE(!best.saved.empty());
+  Net restored;
+  restored.load_weights(best.saved.back());
+  // The CSV: a header and a row per epoch.
+  const std::string csv = keras_check::read_text(dir + "/log.csv");
+  CHECK(csv.rfind("epoch,accuracy,loss,val_accuracy,val_loss\n0,", 0) == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+  // TensorBoard: an event file for training and one for validation.
+  CHECK(!std::filesystem::is_empty(dir + "/tb/train"));
+  CHECK(!std::filesystem::is_empty(dir + "/tb/validation"));
+  // A NaN loss stops training at its batch (a weight made NaN before batch 2).
+  const auto poison = [&](std::int64_t batch, const callbacks::Logs&) {
+    if (batch != 2) return;
+    auto w = model.get_weights();
+    w.back().values[0] = std::numeric_limits<float>::quiet_NaN();
+    model.set_weights(w);
+  };
+  callbacks::TerminateOnNaN nan;
+  model.fit(p.x, p.y, {.batch_size = 32, .epochs = 2, .verbose = 0, .callbacks = {callbacks::LambdaCallback({.on_train_batch_begin = poison}), nan}});
+  REQUIRE(nan.terminated_at);
+  CHECK(*nan.terminated_at == 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("BackupAndRestore: a fit stopped mid-epoch resumes where it stopped, bitwise as an uninterrupted run") {
+  problem p;
+  const std::string dir = scratch_dir("backup");
+  auto fresh = [] {
+    keras::backend::clear_session();
+    keras::utils::set_random_seed(11);
+    auto m = std::make_unique<Net>();
+    compile(*m);
+    return m;
+  };
+  auto whole = fresh();
+  whole->fit(p.x, p.y, {.batch_size = 32, .epochs = 3, .verbose = 0});
+
+  // Killed at epoch 1, batch 5 (after a backup every 2 batches): an exception as a kill.
+  struct Killer : callbacks::Callback {
+    std::int64_t epoch = 0;
+    void on_epoch_begin(std::int64_t e, const callbacks::Logs&) override { epoch = e; }
+    void on_train_batch_begin(std::int64_t b, const callbacks::Logs&) override {
+      if (epoch == 1 && b == 5) throw std::runtime_error("killed");
+    }
+  };
+  auto killed = fresh();
+  CHECK_THROWS_WITH(killed->fit(p.x, p.y, {.batch_size = 32, .epochs = 3, .verbose = 0,
+                                            .callbacks = {callbacks::BackupAndRestore({.backup_dir = dir, .save_freq = 2}), Killer{}}}),
+                    "killed");
+  REQUIRE(std::filesystem::exists(dir + "/latest.safetensors"));
+  auto resumed = fresh();
+  const auto h = resumed->fit(p.x, p.y, {.batch_size = 32, .epochs = 3, .verbose = 0, .callbacks = {callbacks::BackupAndRestore({.backup_dir = dir, .save_freq = 2})}});
+  CHECK(h.epoch == std::vector<std::int64_t>{1, 2});
+  CHECK(resumed->optimizer().iterations() == whole->optimizer().iterations());
+  CHECK(same_weights(*resumed, *whole));
+  CHECK(!std::filesystem::exists(dir));  // deleted once fit ends
+}
+
+TEST_CASE("the progress bar: Keras 3's text, redrawn on a terminal, one line per epoch otherwise") {
+  double now = 0;
+  const auto clock = [&] { return now; };
+  std::ostringstream plain, terminal;
+  for (auto* out : {&plain, &terminal}) {
+    keras::utils::Progbar bar(10, 20, 1, 0.05, "step", out, out == &terminal);
+    bar.clock = clock;
+    now = 0;
+    bar.restart();
+    now = 0.5;
+    bar.update(1, {{"accuracy", 0.5}, {"loss", 1.25}});
+    now = 2.5;
+    bar.update(5, {{"accuracy", 0.75}, {"loss", 0.0005}});
+    now = 4.5;
+    bar.update(10, {{"accuracy", 0.875}, {"loss", 0.25}});
+  }
+  CHECK(plain.str() == "10/10 ━━━━━━━━━━━━━━━━━━━━ 4s 444ms/step - accuracy: 0.8750 - loss: 0.2500\n");
+  const std::string t = terminal.str();
+  CHECK(t.find("\r\x1b[1m 1/10\x1b[0m \33[32m━━\x1b[0m\33[37m━━━━━━━━━━━━━━━━━━\x1b[0m \x1b[1m4s\x1b[0m 500ms/step - accuracy: 0.5000 - loss: 1.2500") == 0);
+  CHECK(t.find("\x1b[1m 5/10\x1b[0m \33[32m━━━━━━━━━━\x1b[0m\33[37m━━━━━━━━━━\x1b[0m \x1b[1m2s\x1b[0m 500ms/step - accuracy: 0.7500 - loss: 5.0000e-04") != std::string::npos);
+  CHECK(t.back() == '\n');
+  std::ostringstream two;
+  keras::utils::Progbar line(10, 20, 2, 0.05, "step", &two, false);
+  line.clock = clock;
+  now = 0;
+  line.restart();
+  now = 3;
+  line.update(10, {{"loss", 0.5}});
+  CHECK(two.str() == "10/10 - 3s - 300ms/step - loss: 0.5000\n");
+
+  // fit's bar on a stream: "Epoch i/n", then the epoch's line.
+  keras::backend::clear_session();
+  problem p;
+  Net model;
+  compile(model);
+  std::ostringstream out;
+  callbacks::ProgbarLogger logger(&out, false);
+  model.fit(p.x, p.y, {.batch_size = 64, .epochs = 2, .callbacks = {logger}});
+  const std::string s = out.str();
+  CHECK(s.rfind("Epoch 1/2\n4/4 ━━━━━━━━━━━━━━━━━━━━ ", 0) == 0);
+  CHECK(s.find("\nEpoch 2/2\n4/4 ") != std::string::npos);
+  CHECK(s.find(" - accuracy: ") != std::string::npos);
+  CHECK(std::count(s.begin(), s.end(), '\n') == 4);
+}

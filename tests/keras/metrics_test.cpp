@@ -1,0 +1,67 @@
+// The metrics against Keras 3: three batches each, with sample weights, then reset_state
+// (tests/keras/generate_metrics.py wrote data/metrics.safetensors).
+#include "keras_check.hpp"
+
+#include <ctflow/keras/losses.hpp>
+#include <ctflow/keras/metrics.hpp>
+
+using namespace ctflow;
+
+namespace {
+
+const io::safetensors::File& metric_reference() {
+  static const io::safetensors::File f(keras_check::data("metrics.safetensors"));
+  return f;
+}
+template <class S, class T = float> Tensor<T, S> metric_tensor(const std::string& key, const dims_t<std::size_t(S::rank)>& d) {
+  Tensor<T, S> t(d);
+  metric_reference().read_into(key, t.data());
+  return t;
+}
+double metric_expected(const std::string& key) {
+  float v = 0;
+  metric_reference().read_into(key, &v);
+  return v;
+}
+
+/// Updates metric m with three batches (update(m, batch) reads them) and checks its result after
+/// each, then after reset_state(), against Keras's.
+template <class M, class Update> void check_metric(const std::string& name, M m, Update update) {
+  INFO(name);
+  for (int b = 0; b < 3; ++b) {
+    update(m, std::to_string(b));
+    CHECK(m.result() == Approx(metric_expected(name + "/" + std::to_string(b))).epsilon(1e-6).margin(1e-7));
+  }
+  m.reset_state();
+  CHECK(m.result() == metric_expected(name + "/reset"));
+}
+
+}  // namespace
+
+TEST_CASE("metrics: update_state over batches, with sample weights, result and reset_state are Keras 3's") {
+  namespace metrics = keras::metrics;
+  using V = Shape<dyn>;
+  using M = Shape<dyn, 4>;
+  const auto values = [](const std::string& b) { return metric_tensor<V>(b + "/values", {6}); };
+  const auto weights = [](const std::string& b) { return metric_tensor<V>(b + "/weights", {6}); };
+  const auto labels = [](const std::string& b) { return metric_tensor<V, std::int32_t>(b + "/labels", {6}); };
+  const auto m4 = [](const std::string& key) { return metric_tensor<M>(key, {6, 4}); };
+  check_metric("mean", metrics::Mean{}, [&](auto& m, const std::string& b) { m.update_state(values(b), weights(b)); });
+  check_metric("sum", metrics::Sum{}, [&](auto& m, const std::string& b) { m.update_state(values(b), weights(b)); });
+  check_metric("accuracy", metrics::Accuracy{},
+               [&](auto& m, const std::string& b) { m.update_state(labels(b), metric_tensor<V, std::int32_t>(b + "/predicted", {6})); });
+  check_metric("binary_accuracy", metrics::BinaryAccuracy{.threshold = 0.4},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs"), weights(b)); });
+  check_metric("categorical_accuracy", metrics::CategoricalAccuracy{},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/one_hot"), m4(b + "/logits"), weights(b)); });
+  check_metric("sparse_categorical_accuracy", metrics::SparseCategoricalAccuracy{},
+               [&](auto& m, const std::string& b) { m.update_state(labels(b), m4(b + "/logits"), weights(b)); });
+  check_metric("mse", metrics::MeanSquaredError{}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/y"), m4(b + "/p"), weights(b)); });
+  check_metric("rmse", metrics::RootMeanSquaredError{}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/y"), m4(b + "/p"), weights(b)); });
+  check_metric("mae", metrics::MeanAbsoluteError{}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/y"), m4(b + "/p"), weights(b)); });
+  const auto huber = [](const auto& y, const auto& p) { return keras::losses::huber(y, p); };
+  check_metric("wrapped_huber", metrics::MeanMetricWrapper{huber, "huber"},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/y"), m4(b + "/p"), weights(b)); });
+  metrics::Mean mean;
+  CHECK_THROWS_WITH(mean.update_state(values("0"), Tensor<float, V>({5})), Catch::Contains("ctflow::keras::metrics::mean: sample_weight"));
+}
