@@ -134,6 +134,22 @@ trss=$(awk '/peak RSS/ { print $3 }' /tmp/ctflow_loop_torch.txt)
 echo "epoch time: ctflow ${ours} s, torch ${torch} s; torch/ctflow $(ratio "$torch" "$ours") (goal >= 2)"
 echo "peak RSS: ctflow ${rss} MB, torch ${trss} MB; ctflow/torch $(ratio "$rss" "$trss") (goal <= 0.5)"
 
+echo "== the Fashion-MNIST CNN trained by fit, 3 epochs: ctflow (examples/fashion_mnist.cpp) against Keras 3 fit and the custom loop above"
+echo "   (goals: fit's epoch at least 3x faster than Keras's steady epoch, at most 0.7x the custom loop's, peak RSS <= 100 MB)"
+cmake --build build --target fashion_mnist -j "$(nproc)" >/dev/null
+rm -rf /tmp/ctflow_bench_fit
+/usr/bin/time -f "peak RSS: %M KB" ./build/examples/fashion_mnist /tmp/ctflow_bench_fit 3 2>&1 | grep -E "accuracy|mean epoch|peak RSS" | tee /tmp/ctflow_fit.txt
+fit=$(awk '/mean epoch time/ { print $4 }' /tmp/ctflow_fit.txt)
+frss=$(awk '/peak RSS/ { print $3 / 1024 }' /tmp/ctflow_fit.txt)
+echo "fit epoch: ctflow ${fit} s, ctflow custom loop ${ours} s; fit/loop $(ratio "$fit" "$ours") (goal <= 0.7); peak RSS ${frss} MB"
+if python3 -c "import tensorflow" 2>/dev/null; then
+  python3 bench/peers/fashion_mnist_keras.py 3 | tee /tmp/ctflow_fit_keras.txt
+  kfit=$(awk '/mean epoch time/ { print $4 }' /tmp/ctflow_fit_keras.txt)
+  echo "fit epoch: ctflow ${fit} s, Keras ${kfit} s (steady); keras/ctflow $(ratio "$kfit" "$fit") (goal >= 3)"
+else
+  echo "TensorFlow is not installed (pip install tensorflow-cpu): no Keras fit peer"
+fi
+
 echo "== Keras model inference: the Fashion-MNIST CNN and an MLP 784-128-10 (median us per call; allocations per warm call)"
 echo "   (goals: CNN batch 1 <= 28 us, MLP batch 1 <= 2.1 us, zero allocations, 2 threads never slower than 1)"
 ./build/bench/bench_keras $reps 2>/dev/null | grep median | tee /tmp/ctflow_keras.txt

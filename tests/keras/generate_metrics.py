@@ -39,6 +39,17 @@ cases = {
     "rmse": (metrics.RootMeanSquaredError, lambda b: ([out[f"{b}/y"], out[f"{b}/p"]], out[f"{b}/weights"])),
     "mae": (metrics.MeanAbsoluteError, lambda b: ([out[f"{b}/y"], out[f"{b}/p"]], out[f"{b}/weights"])),
     "wrapped_huber": (lambda: metrics.MeanMetricWrapper(fn=keras.losses.huber), lambda b: ([out[f"{b}/y"], out[f"{b}/p"]], out[f"{b}/weights"])),
+    "top_k": (lambda: metrics.TopKCategoricalAccuracy(k=2), lambda b: ([out[f"{b}/one_hot"], out[f"{b}/logits"]], out[f"{b}/weights"])),
+    "sparse_top_k": (lambda: metrics.SparseTopKCategoricalAccuracy(k=2), lambda b: ([out[f"{b}/labels"], out[f"{b}/logits"]], out[f"{b}/weights"])),
+    "precision": (lambda: metrics.Precision(thresholds=0.4), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], out[f"{b}/weights"])),
+    "precision_class": (lambda: metrics.Precision(class_id=1), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], None)),
+    "recall": (lambda: metrics.Recall(thresholds=0.4), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], out[f"{b}/weights"])),
+    "auc_roc": (lambda: metrics.AUC(num_thresholds=50), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], out[f"{b}/weights"])),
+    "auc_pr": (lambda: metrics.AUC(curve="PR"), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], out[f"{b}/weights"])),
+    "auc_pr_minoring": (lambda: metrics.AUC(num_thresholds=20, curve="PR", summation_method="minoring"), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], None)),
+    "auc_logits": (lambda: metrics.AUC(from_logits=True), lambda b: ([out[f"{b}/binary"], out[f"{b}/y"]], None)),
+    "mean_iou": (lambda: metrics.MeanIoU(num_classes=4), lambda b: ([out[f"{b}/labels"], out[f"{b}/predicted"]], out[f"{b}/weights"])),
+    "mean_iou_ignore": (lambda: metrics.MeanIoU(num_classes=4, ignore_class=0, sparse_y_pred=False), lambda b: ([out[f"{b}/labels"], out[f"{b}/logits"]], None)),
 }
 results = {}
 for name, (make, args) in cases.items():

@@ -34,28 +34,32 @@ template <class T> double loss_difference(const T* got, std::size_t n, const std
   return diff / scale;
 }
 
-/// Loss class L (its reduction a template argument) made by make<R>() on (y_true, y_pred):
-/// every reduction, the weighted value and both gradients are Keras's.
-template <template <losses::Reduction> class L, class Make, class Y, class P>
+/// Loss class L (its reduction a template argument) made by make<R>() on (y_true, y_pred): its
+/// value and gradient are Keras's; with Full, also every reduction and the weighted value and
+/// gradient (the reductions and the weights are the same code for every loss: a few losses check
+/// them, which keeps this file's build short).
+template <bool Full, template <losses::Reduction> class L, class Make, class Y, class P>
 void check_loss(const std::string& name, Make make, const Y& y_true, const P& y_pred) {
   INFO(name);
-  const auto w = loss_tensor<Shape<dyn>>("sample_weight", {6});
   const auto loss = make.template operator()<losses::Reduction::sum_over_batch_size>();
   const float value = loss(y_true, y_pred);
   CHECK(loss_difference(&value, 1, name + "/value") < 1e-6);
-  const float weighted = loss(y_true, y_pred, w);
-  CHECK(loss_difference(&weighted, 1, name + "/weighted") < 1e-6);
-  const float sum = make.template operator()<losses::Reduction::sum>()(y_true, y_pred);
-  CHECK(loss_difference(&sum, 1, name + "/sum") < 1e-6);
-  const auto none = make.template operator()<losses::Reduction::none>()(y_true, y_pred);
-  CHECK(none.dims() == dims_t<1>{6});
-  CHECK(loss_difference(none.data(), none.size(), name + "/none") < 1e-6);
   const auto [v, g] = loss.value_and_gradient(y_true, y_pred);
   CHECK(v == Approx(value).epsilon(1e-6));
   CHECK(loss_difference(g.data(), g.size(), name + "/gradient") < 1e-6);
-  const auto [vw, gw] = loss.value_and_gradient(y_true, y_pred, w);
-  CHECK(vw == Approx(weighted).epsilon(1e-6));
-  CHECK(loss_difference(gw.data(), gw.size(), name + "/weighted_gradient") < 1e-6);
+  if constexpr (Full) {
+    const auto w = loss_tensor<Shape<dyn>>("sample_weight", {6});
+    const float weighted = loss(y_true, y_pred, w);
+    CHECK(loss_difference(&weighted, 1, name + "/weighted") < 1e-6);
+    const float sum = make.template operator()<losses::Reduction::sum>()(y_true, y_pred);
+    CHECK(loss_difference(&sum, 1, name + "/sum") < 1e-6);
+    const auto none = make.template operator()<losses::Reduction::none>()(y_true, y_pred);
+    CHECK(none.dims() == dims_t<1>{6});
+    CHECK(loss_difference(none.data(), none.size(), name + "/none") < 1e-6);
+    const auto [vw, gw] = loss.value_and_gradient(y_true, y_pred, w);
+    CHECK(vw == Approx(weighted).epsilon(1e-6));
+    CHECK(loss_difference(gw.data(), gw.size(), name + "/weighted_gradient") < 1e-6);
+  }
 }
 
 }  // namespace
@@ -71,35 +75,35 @@ TEST_CASE("losses: values, sample weights, reductions and gradients are Keras 3'
   const auto yc = loss_tensor<M>("categorical/y_true", {6, 4}), logits_c = loss_tensor<M>("categorical/logits", {6, 4});
   const auto probs_c = loss_tensor<M>("categorical/probs", {6, 4}), ydist = loss_tensor<M>("distribution/y_true", {6, 4});
   const auto labels = loss_tensor<Shape<dyn>, std::int32_t>("sparse/labels", {6});
-  check_loss<losses::MeanSquaredError>("mse", CTFLOW_MAKE(MeanSquaredError), yr, pr);
-  check_loss<losses::MeanAbsoluteError>("mae", CTFLOW_MAKE(MeanAbsoluteError), yr, pr);
-  check_loss<losses::MeanAbsolutePercentageError>("mape", CTFLOW_MAKE(MeanAbsolutePercentageError), yr, pr);
-  check_loss<losses::MeanSquaredLogarithmicError>("msle", CTFLOW_MAKE(MeanSquaredLogarithmicError), ypos, ppos);
-  check_loss<losses::Huber>("huber", CTFLOW_MAKE(Huber, .delta = 0.7), yr, pr);
-  check_loss<losses::LogCosh>("log_cosh", CTFLOW_MAKE(LogCosh), yr, pr);
-  check_loss<losses::KLDivergence>("kld", CTFLOW_MAKE(KLDivergence), ydist, probs_c);
-  check_loss<losses::Poisson>("poisson", CTFLOW_MAKE(Poisson), ypos, ppos);
-  check_loss<losses::Hinge>("hinge", CTFLOW_MAKE(Hinge), yb, logits_b);
-  check_loss<losses::SquaredHinge>("squared_hinge", CTFLOW_MAKE(SquaredHinge), yb, logits_b);
-  check_loss<losses::CategoricalHinge>("categorical_hinge", CTFLOW_MAKE(CategoricalHinge), yc, logits_c);
-  check_loss<losses::CosineSimilarity>("cosine_similarity", CTFLOW_MAKE(CosineSimilarity), yr, pr);
-  check_loss<losses::BinaryCrossentropy>("bce", CTFLOW_MAKE(BinaryCrossentropy), yb, probs_b);
-  check_loss<losses::BinaryCrossentropy>("bce_logits_smoothing", CTFLOW_MAKE(BinaryCrossentropy, .from_logits = true, .label_smoothing = 0.2), yb, logits_b);
-  check_loss<losses::CategoricalCrossentropy>("cce", CTFLOW_MAKE(CategoricalCrossentropy), yc, probs_c);
-  check_loss<losses::CategoricalCrossentropy>("cce_logits_smoothing", CTFLOW_MAKE(CategoricalCrossentropy, .from_logits = true, .label_smoothing = 0.1), yc,
+  check_loss<true, losses::MeanSquaredError>("mse", CTFLOW_MAKE(MeanSquaredError), yr, pr);
+  check_loss<false, losses::MeanAbsoluteError>("mae", CTFLOW_MAKE(MeanAbsoluteError), yr, pr);
+  check_loss<false, losses::MeanAbsolutePercentageError>("mape", CTFLOW_MAKE(MeanAbsolutePercentageError), yr, pr);
+  check_loss<false, losses::MeanSquaredLogarithmicError>("msle", CTFLOW_MAKE(MeanSquaredLogarithmicError), ypos, ppos);
+  check_loss<true, losses::Huber>("huber", CTFLOW_MAKE(Huber, .delta = 0.7), yr, pr);
+  check_loss<false, losses::LogCosh>("log_cosh", CTFLOW_MAKE(LogCosh), yr, pr);
+  check_loss<false, losses::KLDivergence>("kld", CTFLOW_MAKE(KLDivergence), ydist, probs_c);
+  check_loss<false, losses::Poisson>("poisson", CTFLOW_MAKE(Poisson), ypos, ppos);
+  check_loss<false, losses::Hinge>("hinge", CTFLOW_MAKE(Hinge), yb, logits_b);
+  check_loss<false, losses::SquaredHinge>("squared_hinge", CTFLOW_MAKE(SquaredHinge), yb, logits_b);
+  check_loss<false, losses::CategoricalHinge>("categorical_hinge", CTFLOW_MAKE(CategoricalHinge), yc, logits_c);
+  check_loss<true, losses::CosineSimilarity>("cosine_similarity", CTFLOW_MAKE(CosineSimilarity), yr, pr);
+  check_loss<false, losses::BinaryCrossentropy>("bce", CTFLOW_MAKE(BinaryCrossentropy), yb, probs_b);
+  check_loss<true, losses::BinaryCrossentropy>("bce_logits_smoothing", CTFLOW_MAKE(BinaryCrossentropy, .from_logits = true, .label_smoothing = 0.2), yb, logits_b);
+  check_loss<false, losses::CategoricalCrossentropy>("cce", CTFLOW_MAKE(CategoricalCrossentropy), yc, probs_c);
+  check_loss<true, losses::CategoricalCrossentropy>("cce_logits_smoothing", CTFLOW_MAKE(CategoricalCrossentropy, .from_logits = true, .label_smoothing = 0.1), yc,
                                               logits_c);
-  check_loss<losses::BinaryFocalCrossentropy>("bfce", CTFLOW_MAKE(BinaryFocalCrossentropy), yb, probs_b);
-  check_loss<losses::BinaryFocalCrossentropy>(
+  check_loss<false, losses::BinaryFocalCrossentropy>("bfce", CTFLOW_MAKE(BinaryFocalCrossentropy), yb, probs_b);
+  check_loss<false, losses::BinaryFocalCrossentropy>(
       "bfce_logits_balanced",
       CTFLOW_MAKE(BinaryFocalCrossentropy, .apply_class_balancing = true, .alpha = 0.3, .gamma = 1.5, .from_logits = true, .label_smoothing = 0.1), yb,
       logits_b);
-  check_loss<losses::CategoricalFocalCrossentropy>("cfce", CTFLOW_MAKE(CategoricalFocalCrossentropy), yc, probs_c);
-  check_loss<losses::CategoricalFocalCrossentropy>(
+  check_loss<false, losses::CategoricalFocalCrossentropy>("cfce", CTFLOW_MAKE(CategoricalFocalCrossentropy), yc, probs_c);
+  check_loss<false, losses::CategoricalFocalCrossentropy>(
       "cfce_logits_smoothing", CTFLOW_MAKE(CategoricalFocalCrossentropy, .alpha = 0.5, .gamma = 3.0, .from_logits = true, .label_smoothing = 0.1), yc,
       logits_c);
-  check_loss<losses::SparseCategoricalCrossentropy>("scce", CTFLOW_MAKE(SparseCategoricalCrossentropy), labels, probs_c);
-  check_loss<losses::SparseCategoricalCrossentropy>("scce_logits", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true), labels, logits_c);
-  check_loss<losses::SparseCategoricalCrossentropy>("scce_logits_ignore", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true, .ignore_class = 3),
+  check_loss<false, losses::SparseCategoricalCrossentropy>("scce", CTFLOW_MAKE(SparseCategoricalCrossentropy), labels, probs_c);
+  check_loss<false, losses::SparseCategoricalCrossentropy>("scce_logits", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true), labels, logits_c);
+  check_loss<true, losses::SparseCategoricalCrossentropy>("scce_logits_ignore", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true, .ignore_class = 3),
                                                     labels, logits_c);
 }
 

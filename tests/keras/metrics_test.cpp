@@ -62,6 +62,31 @@ TEST_CASE("metrics: update_state over batches, with sample weights, result and r
   const auto huber = [](const auto& y, const auto& p) { return keras::losses::huber(y, p); };
   check_metric("wrapped_huber", metrics::MeanMetricWrapper{huber, "huber"},
                [&](auto& m, const std::string& b) { m.update_state(m4(b + "/y"), m4(b + "/p"), weights(b)); });
+  check_metric("top_k", metrics::TopKCategoricalAccuracy{.k = 2},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/one_hot"), m4(b + "/logits"), weights(b)); });
+  check_metric("sparse_top_k", metrics::SparseTopKCategoricalAccuracy{.k = 2},
+               [&](auto& m, const std::string& b) { m.update_state(labels(b), m4(b + "/logits"), weights(b)); });
+  check_metric("precision", metrics::Precision{.thresholds = 0.4},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs"), weights(b)); });
+  check_metric("precision_class", metrics::Precision{.class_id = 1}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs")); });
+  check_metric("recall", metrics::Recall{.thresholds = 0.4}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs"), weights(b)); });
+  check_metric("auc_roc", metrics::AUC{.num_thresholds = 50}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs"), weights(b)); });
+  check_metric("auc_pr", metrics::AUC{.curve = "PR"}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs"), weights(b)); });
+  check_metric("auc_pr_minoring", metrics::AUC{.num_thresholds = 20, .curve = "PR", .summation_method = "minoring"},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs")); });
+  check_metric("auc_logits", metrics::AUC{.from_logits = true}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/y")); });
+  check_metric("mean_iou", metrics::MeanIoU{.num_classes = 4},
+               [&](auto& m, const std::string& b) { m.update_state(labels(b), metric_tensor<V, std::int32_t>(b + "/predicted", {6}), weights(b)); });
+  check_metric("mean_iou_ignore", metrics::MeanIoU{.num_classes = 4, .ignore_class = 0, .sparse_y_pred = false},
+               [&](auto& m, const std::string& b) { m.update_state(labels(b), m4(b + "/logits")); });
+  // Classes outside [0, num_classes) count for nothing, as in Keras.
+  metrics::MeanIoU two{.num_classes = 2};
+  Tensor<std::int32_t, Shape<3>> truth, predicted;
+  truth(1) = predicted(1) = predicted(2) = 1;
+  truth(2) = 255;
+  two.update_state(truth, predicted);
+  CHECK(two.result() == 1.0);
+  CHECK_THROWS_WITH(metrics::AUC{.curve = "roc"}.update_state(m4("0/binary"), m4("0/probs")), Catch::Contains("curve must be \"ROC\" or \"PR\""));
   metrics::Mean mean;
   CHECK_THROWS_WITH(mean.update_state(values("0"), Tensor<float, V>({5})), Catch::Contains("ctflow::keras::metrics::mean: sample_weight"));
 }

@@ -188,16 +188,34 @@ template <class Loss, class Y, class P, class W> auto call(const Loss& loss, con
   }
 }
 
-/// The reduced value (for none: the sum) and its gradient with respect to y_pred.
+/// The reduced value (for none: the sum) and its gradient with respect to y_pred. Each sample's
+/// loss depends on its own predictions only, so the gradient of the weighted, scaled sum is the
+/// gradient of the plain sum (derived once per loss, whatever the reduction and the weights) with
+/// each sample's row scaled by its weight and the reduction's scale.
 template <class Loss, class Y, class P, class W> auto value_and_gradient(const Loss& loss, const Y& y_true, const P& y_pred, const W* w) {
   using T = value_t<P>;
   Tensor<T, shape_t<P>> held;
   const auto view = prediction_view(y_pred, held);
   std::pair<T, Tensor<T, shape_t<P>>> out;
-  with_weighted(loss, y_true, view, w, [&](const auto& per, double counted) {
-    auto [value, gradient] = ctflow::value_and_grad(reduce_sum(per) * T(scale<Loss::reduction>(counted)), unconnected_gradients::zero, view);
-    out.first = value;
-    out.second = std::move(gradient);
+  loss.with_call(y_true, view, [&](const auto& per, double counted) {
+    auto [sum, gradient] = ctflow::value_and_grad(reduce_sum(per), unconnected_gradients::zero, view);
+    const T factor = T(scale<Loss::reduction>(counted));
+    if constexpr (std::is_same_v<W, std::nullptr_t>) {
+      out.first = sum * factor;
+      out.second = gradient * factor;
+    } else {
+      using SW = shape_t<W>;
+      using SPer = shape_t<decltype(per)>;
+      constexpr bool fits = SW::rank == SPer::rank;
+      CTFLOW_STATIC_CHECK(fits, ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::losses: sample_weight "), shape_string_v<SW>,
+                                                       ctflow::detail::fixed_string(" must have the per-sample losses' shape "), shape_string_v<SPer>));
+      if constexpr (fits) {
+        if (w->dims() != per.dims()) throw_shape_error("ctflow::keras::losses: sample_weight", "must have the per-sample losses' shape", w->dims(), per.dims());
+        const Tensor<T, SPer> weight = as_dtype<T>(*w) * factor;
+        out.first = T(item(reduce_sum(per * weight)));
+        out.second = gradient * expand_dims<-1>(weight);
+      }
+    }
   });
   return out;
 }

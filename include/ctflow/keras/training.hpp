@@ -199,6 +199,7 @@ template <class T, class O> class optimizer_holder final : public compiled_optim
 template <class L> struct takes_sparse_labels : std::false_type {};
 template <losses::Reduction R> struct takes_sparse_labels<losses::SparseCategoricalCrossentropy<R>> : std::true_type {};
 template <> struct takes_sparse_labels<metrics::SparseCategoricalAccuracy> : std::true_type {};
+template <> struct takes_sparse_labels<metrics::SparseTopKCategoricalAccuracy> : std::true_type {};
 
 /// What compile keeps, for a model whose output is T of shape OutS.
 struct compiled_base {
@@ -226,15 +227,16 @@ template <class T, class OutS> struct compiled final : compiled_base {
   std::unique_ptr<compiled_optimizer<T>> optimizer;
   over_labels<T> loss;
   std::vector<metric_entry> metrics;
-  double loss_total = 0, loss_count = 0;
+  /// The mean of the batches' losses, weighted by their sizes (Keras's loss tracker).
+  metrics::Mean loss_tracker{.name = "loss"};
 
   void reset_metrics() {
-    loss_total = loss_count = 0;
+    loss_tracker.reset_state();
     for (auto& m : metrics) m.reset();
   }
   callbacks::Logs results() const {
     callbacks::Logs logs;
-    logs["loss"] = loss_count > 0 ? loss_total / loss_count : 0.0;
+    logs["loss"] = loss_tracker.result();
     for (const auto& m : metrics) logs[m.name] = m.result();
     return logs;
   }
@@ -265,15 +267,18 @@ template <class C, bool Sparse> typename C::metric_entry metric_by_name(const st
   }
   if constexpr (Sparse) {
     if (id == "sparse_categorical_accuracy") return metric_entry_of<C, Sparse>(metrics::SparseCategoricalAccuracy{}, id);
-    throw value_error("ctflow::keras::compile: unknown metric '" + id + "' for sparse labels; known: accuracy, acc, sparse_categorical_accuracy");
+    if (id == "sparse_top_k_categorical_accuracy") return metric_entry_of<C, Sparse>(metrics::SparseTopKCategoricalAccuracy{}, id);
+    throw value_error("ctflow::keras::compile: unknown metric '" + id + "' for sparse labels; known: accuracy, acc, sparse_categorical_accuracy, sparse_top_k_categorical_accuracy");
   } else {
     if (id == "binary_accuracy") return metric_entry_of<C, Sparse>(metrics::BinaryAccuracy{}, id);
     if (id == "categorical_accuracy") return metric_entry_of<C, Sparse>(metrics::CategoricalAccuracy{}, id);
     if (id == "mse" || id == "mean_squared_error") return metric_entry_of<C, Sparse>(metrics::MeanSquaredError{}, id);
     if (id == "mae" || id == "mean_absolute_error") return metric_entry_of<C, Sparse>(metrics::MeanAbsoluteError{}, id);
     if (id == "root_mean_squared_error") return metric_entry_of<C, Sparse>(metrics::RootMeanSquaredError{}, id);
+    if (id == "top_k_categorical_accuracy") return metric_entry_of<C, Sparse>(metrics::TopKCategoricalAccuracy{}, id);
     throw value_error("ctflow::keras::compile: unknown metric '" + id +
-                      "'; known: accuracy, acc, binary_accuracy, categorical_accuracy, mse, mean_squared_error, mae, mean_absolute_error, root_mean_squared_error");
+                      "'; known: accuracy, acc, binary_accuracy, categorical_accuracy, mse, mean_squared_error, mae, mean_absolute_error, "
+                      "root_mean_squared_error, top_k_categorical_accuracy");
   }
 }
 
@@ -539,9 +544,7 @@ template <class Model, class C> void train_step(Model& model, C& c, const typena
   const T loss = y.sparse ? c.loss.sparse(*y.sparse, out, y.weight, &dy) : c.loss.dense(*y.dense, out, y.weight, &dy);
   model.backward(typename C::output_view(dy.data(), dy.dims()));
   c.optimizer->apply_gradients(model.gradients(), model.trainable_variables());
-  const double n = double(x.dims()[0]);
-  c.loss_total += (double(loss) + model.regularization_loss()) * n;
-  c.loss_count += n;
+  c.loss_tracker.update_state(double(loss) + model.regularization_loss(), double(x.dims()[0]));
   for (auto& m : c.metrics) y.sparse ? m.update.sparse(*y.sparse, out, y.weight, nullptr) : m.update.dense(*y.dense, out, y.weight, nullptr);
 }
 
@@ -549,9 +552,7 @@ template <class Model, class C> void train_step(Model& model, C& c, const typena
 template <class Model, class C> void test_step(Model& model, C& c, const typename Model::input_type& x, const batch_labels<C>& y) {
   const auto out = model(x, false);
   const auto loss = y.sparse ? c.loss.sparse(*y.sparse, out, y.weight, nullptr) : c.loss.dense(*y.dense, out, y.weight, nullptr);
-  const double n = double(x.dims()[0]);
-  c.loss_total += (double(loss) + model.regularization_loss()) * n;
-  c.loss_count += n;
+  c.loss_tracker.update_state(double(loss) + model.regularization_loss(), double(x.dims()[0]));
   for (auto& m : c.metrics) y.sparse ? m.update.sparse(*y.sparse, out, y.weight, nullptr) : m.update.dense(*y.dense, out, y.weight, nullptr);
 }
 
