@@ -27,7 +27,7 @@ std::string scratch_dir(const std::string& name) {
   return d.string();
 }
 
-void compile(Net& model, double lr = 0.01) {
+template <class M> void compile(M& model, double lr = 0.01) {
   model.compile(keras::optimizers::Adam{.learning_rate = lr}, Losses{.from_logits = true}, {"accuracy"});
 }
 
@@ -350,4 +350,32 @@ TEST_CASE("the progress bar: Keras 3's text, redrawn on a terminal, one line per
   CHECK(s.find("\nEpoch 2/2\n4/4 ") != std::string::npos);
   CHECK(s.find(" - accuracy: ") != std::string::npos);
   CHECK(std::count(s.begin(), s.end(), '\n') == 4);
+}
+
+TEST_CASE("fit trains a functional Model (a residual block); a frozen layer keeps its weights (transfer learning)") {
+  keras::backend::clear_session();
+  keras::utils::set_random_seed(2);
+  problem p;
+  keras::Input<float, Shape<8>> in;
+  auto h = layers::Dense<16, activations::relu>{}(in);
+  auto out = layers::Dense<3>{}(layers::Add{}(h, layers::Dense<16, activations::relu>{}(h)));
+  keras::Model model(in, out);
+  compile(model);
+  const auto history = model.fit(p.x, p.y, {.batch_size = 32, .epochs = 5, .verbose = 0});
+  CHECK(history.history.at("loss").back() < 0.7 * history.history.at("loss").front());
+  // The base frozen, a new run at a low learning rate trains the rest only.
+  model.get_layer("dense").trainable = false;
+  model.compile(keras::optimizers::Adam{.learning_rate = 1e-4}, Losses{.from_logits = true}, {"accuracy"});
+  const auto before = model.get_weights();
+  model.fit(p.x, p.y, {.batch_size = 32, .epochs = 1, .verbose = 0});
+  const auto after = model.get_weights();
+  const auto weights = model.weights();
+  std::size_t frozen = 0, changed = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i].path.rfind("dense/", 0) == 0) frozen += after[i].values == before[i].values;
+    else changed += after[i].values != before[i].values;
+  }
+  CHECK(frozen == 2);
+  CHECK(changed == 4);
+  CHECK(model.trainable_variables().size() == 4);
 }

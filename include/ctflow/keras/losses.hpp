@@ -133,6 +133,20 @@ template <class S> using per_sample_shape_t = shape_t<decltype(reduce_sum<-1>(st
 /// The number of elements of an expression (of its extents).
 template <class E> std::size_t count(const E& e) { return product(e.dims()); }
 
+/// Whether sample weights W fit the per-sample losses Per (their rank; a compile error naming
+/// both otherwise), and the run-time check of their extents.
+template <class W, class Per> constexpr bool weight_fits() {
+  using SW = shape_t<W>;
+  using SPer = shape_t<Per>;
+  constexpr bool fits = SW::rank == SPer::rank;
+  CTFLOW_STATIC_CHECK(fits, ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::losses: sample_weight "), shape_string_v<SW>,
+                                                   ctflow::detail::fixed_string(" must have the per-sample losses' shape "), shape_string_v<SPer>));
+  return fits;
+}
+template <class W, class Per> void check_weight(const W& w, const Per& per) {
+  if (w.dims() != per.dims()) throw_shape_error("ctflow::keras::losses: sample_weight", "must have the per-sample losses' shape", w.dims(), per.dims());
+}
+
 /// Evaluates loss on (y_true, y_pred view) with optional sample weights: `with_call` hands
 /// each form of the loss's per-sample expression (and the count sum_over_batch_size divides
 /// by) to f.
@@ -140,13 +154,8 @@ template <class Loss, class Y, class V, class W, class F> void with_weighted(con
   loss.with_call(y_true, y_pred, [&](const auto& per, double counted) {
     if constexpr (std::is_same_v<W, std::nullptr_t>) f(per, counted);
     else {
-      using SW = shape_t<W>;
-      using SPer = shape_t<decltype(per)>;
-      constexpr bool fits = SW::rank == SPer::rank;
-      CTFLOW_STATIC_CHECK(fits, ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::losses: sample_weight "), shape_string_v<SW>,
-                                                       ctflow::detail::fixed_string(" must have the per-sample losses' shape "), shape_string_v<SPer>));
-      if constexpr (fits) {
-        if (w->dims() != per.dims()) throw_shape_error("ctflow::keras::losses: sample_weight", "must have the per-sample losses' shape", w->dims(), per.dims());
+      if constexpr (weight_fits<W, decltype(per)>()) {
+        check_weight(*w, per);
         f(per * as_dtype<value_t<V>>(*w), counted);
       }
     }
@@ -204,13 +213,9 @@ template <class Loss, class Y, class P, class W> auto value_and_gradient(const L
       out.first = sum * factor;
       out.second = gradient * factor;
     } else {
-      using SW = shape_t<W>;
       using SPer = shape_t<decltype(per)>;
-      constexpr bool fits = SW::rank == SPer::rank;
-      CTFLOW_STATIC_CHECK(fits, ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::losses: sample_weight "), shape_string_v<SW>,
-                                                       ctflow::detail::fixed_string(" must have the per-sample losses' shape "), shape_string_v<SPer>));
-      if constexpr (fits) {
-        if (w->dims() != per.dims()) throw_shape_error("ctflow::keras::losses: sample_weight", "must have the per-sample losses' shape", w->dims(), per.dims());
+      if constexpr (weight_fits<W, decltype(per)>()) {
+        check_weight(*w, per);
         const Tensor<T, SPer> weight = as_dtype<T>(*w) * factor;
         out.first = T(item(reduce_sum(per * weight)));
         out.second = gradient * expand_dims<-1>(weight);

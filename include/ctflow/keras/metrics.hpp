@@ -198,6 +198,12 @@ struct confusion {
       }
     }
   }
+  /// The same at one threshold (counts restarted when it changes).
+  template <class Y, class P, class W>
+  void update_at(double threshold, const Y& y_true, const P& y_pred, const W* w, std::optional<std::size_t> class_id, const char* who) {
+    if (thresholds.size() != 1 || thresholds[0] != threshold) *this = confusion({threshold});
+    update(y_true, y_pred, w, class_id, who);
+  }
   void reset() {
     for (auto* v : {&tp, &fp, &tn, &fn}) std::fill(v->begin(), v->end(), 0.0);
   }
@@ -284,6 +290,17 @@ struct SparseTopKCategoricalAccuracy {
 
 #undef CTFLOW_KERAS_MEAN_METRIC
 
+/// The update_state of a metric with sample weights one per sample or per element: both forms
+/// call its update(y_true, y_pred, weights or null).
+#define CTFLOW_KERAS_WEIGHTED_UPDATE                                                                                   \
+  /** @brief Adds a batch (sample weights one per sample or per element). */                                          \
+  template <Expression Y, Expression P> void update_state(const Y& y_true, const P& y_pred) {                          \
+    update(y_true, y_pred, static_cast<const Tensor<float, Shape<dyn>>*>(nullptr));                                    \
+  }                                                                                                                    \
+  template <Expression Y, Expression P, Expression W> void update_state(const Y& y_true, const P& y_pred, const W& sample_weight) { \
+    update(y_true, y_pred, &sample_weight);                                                                            \
+  }
+
 /// @brief keras.metrics.Precision(thresholds=0.5, class_id): true positives over predicted
 /// positives (y_pred > threshold; y_true not 0 is a positive), weighted.
 struct Precision {
@@ -291,19 +308,14 @@ struct Precision {
   double thresholds = 0.5;
   std::optional<std::size_t> class_id{};
   detail::confusion counts{};
-  /// @brief Adds a batch (sample weights one per sample or per element).
-  template <Expression Y, Expression P> void update_state(const Y& y_true, const P& y_pred) { update(y_true, y_pred, static_cast<const Tensor<float, Shape<dyn>>*>(nullptr)); }
-  template <Expression Y, Expression P, Expression W> void update_state(const Y& y_true, const P& y_pred, const W& sample_weight) { update(y_true, y_pred, &sample_weight); }
+  CTFLOW_KERAS_WEIGHTED_UPDATE
   /// @brief The precision so far (0 before any positive prediction).
   double result() const { return detail::divide_no_nan(counts.tp[0], counts.tp[0] + counts.fp[0]); }
   /// @brief Starts again.
   void reset_state() { counts.reset(); }
 
  private:
-  template <class Y, class P, class W> void update(const Y& y, const P& p, const W* w) {
-    if (counts.thresholds[0] != thresholds) counts = detail::confusion({thresholds});
-    counts.update(y, p, w, class_id, "Precision");
-  }
+  template <class Y, class P, class W> void update(const Y& y, const P& p, const W* w) { counts.update_at(thresholds, y, p, w, class_id, "Precision"); }
 };
 /// @brief keras.metrics.Recall(thresholds=0.5, class_id): true positives over positives.
 struct Recall {
@@ -311,19 +323,14 @@ struct Recall {
   double thresholds = 0.5;
   std::optional<std::size_t> class_id{};
   detail::confusion counts{};
-  /// @brief Adds a batch (sample weights one per sample or per element).
-  template <Expression Y, Expression P> void update_state(const Y& y_true, const P& y_pred) { update(y_true, y_pred, static_cast<const Tensor<float, Shape<dyn>>*>(nullptr)); }
-  template <Expression Y, Expression P, Expression W> void update_state(const Y& y_true, const P& y_pred, const W& sample_weight) { update(y_true, y_pred, &sample_weight); }
+  CTFLOW_KERAS_WEIGHTED_UPDATE
   /// @brief The recall so far (0 before any positive).
   double result() const { return detail::divide_no_nan(counts.tp[0], counts.tp[0] + counts.fn[0]); }
   /// @brief Starts again.
   void reset_state() { counts.reset(); }
 
  private:
-  template <class Y, class P, class W> void update(const Y& y, const P& p, const W* w) {
-    if (counts.thresholds[0] != thresholds) counts = detail::confusion({thresholds});
-    counts.update(y, p, w, class_id, "Recall");
-  }
+  template <class Y, class P, class W> void update(const Y& y, const P& p, const W* w) { counts.update_at(thresholds, y, p, w, class_id, "Recall"); }
 };
 
 /// @brief keras.metrics.AUC(num_thresholds=200, curve="ROC", summation_method="interpolation",
@@ -339,9 +346,7 @@ struct AUC {
   std::string summation_method = "interpolation";
   bool from_logits = false;
   detail::confusion counts{{}};
-  /// @brief Adds a batch (sample weights one per sample or per element).
-  template <Expression Y, Expression P> void update_state(const Y& y_true, const P& y_pred) { update(y_true, y_pred, static_cast<const Tensor<float, Shape<dyn>>*>(nullptr)); }
-  template <Expression Y, Expression P, Expression W> void update_state(const Y& y_true, const P& y_pred, const W& sample_weight) { update(y_true, y_pred, &sample_weight); }
+  CTFLOW_KERAS_WEIGHTED_UPDATE
   /// @brief The area so far.
   double result() const {
     const std::size_t n = counts.thresholds.size();
@@ -415,9 +420,7 @@ struct MeanIoU {
   bool sparse_y_pred = true;
   /// @brief The confusion matrix, true class by predicted class.
   std::vector<double> matrix{};
-  /// @brief Adds a batch (class ids, or one-hot / scores when not sparse).
-  template <Expression Y, Expression P> void update_state(const Y& y_true, const P& y_pred) { update(y_true, y_pred, static_cast<const Tensor<float, Shape<dyn>>*>(nullptr)); }
-  template <Expression Y, Expression P, Expression W> void update_state(const Y& y_true, const P& y_pred, const W& sample_weight) { update(y_true, y_pred, &sample_weight); }
+  CTFLOW_KERAS_WEIGHTED_UPDATE
   /// @brief The mean intersection over union so far.
   double result() const {
     if (matrix.size() != num_classes * num_classes) return 0.0;
@@ -455,5 +458,7 @@ struct MeanIoU {
     }
   }
 };
+
+#undef CTFLOW_KERAS_WEIGHTED_UPDATE
 
 }  // namespace ctflow::keras::metrics
