@@ -143,6 +143,14 @@ TEST_CASE("\"accuracy\" is resolved as Keras resolves it: sparse, categorical or
   expected.update_state(labels, binary(p.x));
   CHECK(b.at("acc") == Approx(expected.result()).epsilon(1e-12));
   CHECK(b.at("half") == b.at("acc"));
+  // Labels without the output's trailing axis of 1 (Keras's y of shape (N,)), and integer labels
+  // with one (shape (N, 1)), as Keras takes them.
+  const Tensor<float, Shape<dyn>> flat = reshape<Shape<dyn>>(labels);
+  CHECK(binary.evaluate(p.x, flat, {.verbose = 0}).at("loss") == b.at("loss"));
+  Net sparse;
+  compile(sparse);
+  const Tensor<std::int32_t, Shape<dyn, 1>> column = reshape<Shape<dyn, 1>>(p.y);
+  CHECK(sparse.evaluate(p.x, column, {.verbose = 0}).at("loss") == sparse.evaluate(p.x, p.y, {.verbose = 0}).at("loss"));
   CHECK_THROWS_WITH(dense.compile(keras::optimizers::SGD{}, keras::losses::CategoricalCrossentropy{}, {"precision_at_k"}),
                     Catch::Contains("unknown metric 'precision_at_k'"));
 }

@@ -342,14 +342,27 @@ template <class Model, class C> struct batch_buffers {
 template <class S> dims_t<std::size_t(S::rank)> batch_dims(std::size_t n, const std::vector<std::size_t>& dims, const char* what, const std::string& model) {
   dims_t<std::size_t(S::rank)> d{};
   d[0] = n;
-  const std::size_t given = dims.size();
-  const bool channel = given + 1 == std::size_t(S::rank) && S::extents[std::size_t(S::rank) - 1] == 1;
-  if (given != std::size_t(S::rank) && !channel)
+  const std::size_t given = dims.size(), rank = std::size_t(S::rank);
+  // Keras's rank adjustments: a trailing axis of 1 added (images without their channel axis,
+  // labels [N] for an output [N, 1]) or dropped (integer labels [N, 1]).
+  const bool expand = given + 1 == rank && S::extents[rank - 1] == 1;
+  const bool squeeze = given == rank + 1 && dims.back() == 1;
+  if (given != rank && !expand && !squeeze)
     throw shape_error("ctflow::keras::" + model + ": " + what + " of rank " + std::to_string(given) + " (" + format_dims(dims) + ") for " + format_dims(S::extents));
-  for (std::size_t i = 1; i < std::size_t(S::rank); ++i) d[i] = i < given ? dims[i] : 1;
+  for (std::size_t i = 1; i < rank; ++i) d[i] = i < given ? dims[i] : 1;
   if (!matches_static<S>(d))
     throw shape_error("ctflow::keras::" + model + ": " + what + " " + format_dims(dims) + " does not fit " + format_dims(S::extents));
   return d;
+}
+
+/// Whether labels of rank r fit the compiled loss: sparse ones have the output's rank less one
+/// (or the output's, their last extent 1), dense ones the output's (or one less when the output's
+/// last extent is 1).
+template <class C> bool labels_fit(bool sparse, std::size_t r, std::size_t last) {
+  using OutS = shape_t<typename C::output_view>;
+  constexpr std::size_t out = std::size_t(OutS::rank);
+  if (sparse) return r + 1 == out || (r == out && last == 1);
+  return r == out || (r + 1 == out && OutS::extents[out - 1] == 1);
 }
 
 /// Batches of rows of tensors: x, labels (y) and per-sample weights, rows [begin, end) in
@@ -363,8 +376,7 @@ template <class Model, class C> class tensor_batches {
     if (end <= begin) throw value_error("ctflow::keras::" + model + ": no samples to iterate over (an empty x, or a validation_split that takes every sample)");
     if (y && y.rows() != x.rows())
       throw shape_error("ctflow::keras::" + model + ": x has " + std::to_string(x.rows()) + " samples, y " + std::to_string(y.rows()) + "; they must be as many");
-    constexpr std::size_t out_rank = std::size_t(shape_t<typename C::output_view>::rank);
-    if (y && y.dims().size() != (sparse ? out_rank - 1 : out_rank))
+    if (y && !labels_fit<C>(sparse, y.dims().size(), y.dims().back()))
       throw value_error("ctflow::keras::" + model + ": the loss " + loss_name +
                         (sparse ? " takes integer labels of the output's shape without its last axis; y is " : " takes labels of the output's shape; y is ") +
                         y.dtype() + " " + format_dims(y.dims()));
@@ -571,10 +583,10 @@ template <class Model, class C, class E> batch_labels<C> dataset_batch(const C& 
   using Y = std::remove_cvref_t<decltype(y)>;
   constexpr bool x_fits = rank_v<X> == InS::rank || (rank_v<X> + 1 == InS::rank && InS::extents[std::size_t(InS::rank) - 1] == 1);
   static_assert(x_fits, "ctflow::keras::fit: the dataset's x has another rank than the model's input (or than it without its channel axis of 1)");
-  constexpr bool sparse_y = rank_v<Y> + 1 == shape_t<typename C::output_view>::rank;
-  constexpr bool dense_y = rank_v<Y> == shape_t<typename C::output_view>::rank;
-  static_assert(sparse_y || dense_y, "ctflow::keras::fit: the dataset's y has neither the output's rank (dense labels) nor one less (sparse labels)");
-  if (sparse_y != c.sparse)
+  constexpr std::size_t out_rank = std::size_t(shape_t<typename C::output_view>::rank), y_rank = std::size_t(rank_v<Y>);
+  static_assert(y_rank + 1 >= out_rank && y_rank <= out_rank + 1,
+                "ctflow::keras::fit: the dataset's y has neither the output's rank (dense labels) nor one less (sparse labels)");
+  if (!labels_fit<C>(c.sparse, y_rank, y.dims()[y_rank - 1]))
     throw value_error("ctflow::keras::" + model + ": the loss " + c.loss_name + (c.sparse ? " takes integer labels of the output's shape without its last axis; the dataset gives " : " takes labels of the output's shape; the dataset gives ") +
                       dtype_name<value_t<Y>>() + " " + format_dims(y.dims()));
   const auto copy = [](auto& buffer, const auto& e) {
@@ -595,11 +607,13 @@ template <class Model, class C, class E> batch_labels<C> dataset_batch(const C& 
   batch_labels<C> out;
   std::vector<std::size_t> yd(y.dims().begin(), y.dims().end());
   if (yd[0] != xd[0]) throw shape_error("ctflow::keras::" + model + ": a batch has " + std::to_string(xd[0]) + " inputs and " + std::to_string(yd[0]) + " labels");
-  if constexpr (sparse_y) {
-    const auto d = batch_dims<typename C::sample_shape>(yd[0], yd, "the dataset's y", model);
-    copy(b.sparse, y);
-    b.sparse_view.emplace(b.sparse.data(), d);
-    out.sparse = &*b.sparse_view;
+  if (c.sparse) {
+    if constexpr (y_rank + 1 == out_rank || y_rank == out_rank) {
+      const auto d = batch_dims<typename C::sample_shape>(yd[0], yd, "the dataset's y", model);
+      copy(b.sparse, y);
+      b.sparse_view.emplace(b.sparse.data(), d);
+      out.sparse = &*b.sparse_view;
+    }
   } else {
     const auto d = batch_dims<shape_t<typename C::output_view>>(yd[0], yd, "the dataset's y", model);
     if constexpr (is_leaf_v<Y> && std::is_same_v<std::remove_const_t<value_t<Y>>, T>) b.dense_view.emplace(y.data(), d);
