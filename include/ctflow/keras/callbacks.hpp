@@ -196,7 +196,7 @@ class ProgbarLogger : public Callback {
   }
   utils::Progbar& bar() {
     if (!bar_) {
-      bar_.emplace(target_, 20, params.verbose, 0.05, "step", &out(), dynamic_ ? dynamic_ : std::optional<bool>(!out_ && ::isatty(STDOUT_FILENO) == 1));
+      bar_.emplace(target_, 20, params.verbose, 0.05, "step", &out(), dynamic_);
       if (clock) {
         bar_->clock = clock;
         bar_->restart();

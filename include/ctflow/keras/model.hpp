@@ -155,17 +155,12 @@ template <class Derived, class T> class model_base {
   template <Expression X, Expression Y> callbacks::Logs evaluate(const X& x, const Y& y, const evaluate_options& options = {}) {
     check_samples<X>();
     auto& c = compiled<>("evaluate");
-    detail::tensor_batches<Derived, compiled_type<>> batches(c.sparse, c.loss_name, array_ref(x), array_ref(y), options.sample_weight, no_class_weight(), 0,
+    detail::tensor_batches<Derived, compiled_type<>> batches(c.sparse, c.loss_name, array_ref(x), array_ref(y), options.sample_weight, detail::no_class_weight(), 0,
                                                            x.dims()[0], options.batch_size, detail::who(self()));
     batches.order(false, 0, 0);
     const std::int64_t steps = options.steps ? std::min(*options.steps, batches.steps()) : batches.steps();
     detail::batch_buffers<Derived, compiled_type<>> b;
-    return detail::evaluate_batches(self(), c, options, steps, [&](auto&& f) {
-      for (std::int64_t step = 0; step < steps; ++step) {
-        const auto labels = batches.fill(step, b);
-        f(step, *b.x_view, labels);
-      }
-    });
+    return detail::evaluate_batches(self(), c, options, steps, [&](auto&& f) { batches.each(0, steps, b, f); });
   }
   /// @brief model.evaluate(dataset): on a Dataset of (x, y[, sample_weight]) batches.
   template <detail::dataset D> callbacks::Logs evaluate(const D& dataset, const evaluate_options& options = {}) {
@@ -179,17 +174,13 @@ template <class Derived, class T> class model_base {
   /// @brief Keras's model.predict(x): the outputs of x's samples in batches, concatenated.
   template <Expression X> auto predict(const X& x, const predict_options& options = {}) {
     check_samples<X>();
-    detail::tensor_batches<Derived, compiled_type<>> batches(false, "", array_ref(x), array_ref{}, array_ref{}, no_class_weight(), 0, x.dims()[0],
+    detail::tensor_batches<Derived, compiled_type<>> batches(false, "", array_ref(x), array_ref{}, array_ref{}, detail::no_class_weight(), 0, x.dims()[0],
                                                            options.batch_size, detail::who(self()));
     batches.order(false, 0, 0);
     const std::int64_t steps = options.steps ? std::min(*options.steps, batches.steps()) : batches.steps();
     detail::batch_buffers<Derived, compiled_type<>> b;
-    return detail::predict_batches(self(), options, steps, [&](auto&& f) {
-      for (std::int64_t step = 0; step < steps; ++step) {
-        batches.fill(step, b);
-        f(step, *b.x_view);
-      }
-    });
+    return detail::predict_batches(self(), options, steps,
+                                   [&](auto&& f) { batches.each(0, steps, b, [&](std::int64_t step, const auto& x, const auto&) { return f(step, x); }); });
   }
   /// @brief model.predict(dataset): a Dataset of x batches (or of (x, ...) tuples: x is used).
   template <detail::dataset D> auto predict(const D& dataset, const predict_options& options = {}) {
@@ -200,19 +191,7 @@ template <class Derived, class T> class model_base {
       std::int64_t step = 0;
       for (const auto& e : dataset) {
         if (steps && step >= *steps) break;
-        const auto& x = std::get<0>(detail::as_tuple(e));
-        using X = std::remove_cvref_t<decltype(x)>;
-        using In = typename Derived::input_type;
-        if constexpr (is_leaf_v<X> && std::is_same_v<std::remove_const_t<value_t<X>>, std::remove_const_t<value_t<In>>> && rank_v<X> == rank_v<In>) {
-          f(step++, In(x.data(), x.dims()));
-        } else {
-          std::vector<std::size_t> xd(x.dims().begin(), x.dims().end());
-          const auto d = detail::batch_dims<shape_t<In>>(xd[0], xd, "the dataset's x", detail::who(self()));
-          b.x = Tensor<std::remove_const_t<value_t<In>>, Shape<dyn>>(dims_t<1>{product(x.dims())});
-          const auto t = eval(x);
-          std::transform(t.data(), t.data() + t.size(), b.x.data(), [](auto v) { return std::remove_const_t<value_t<In>>(v); });
-          f(step++, In(b.x.data(), d));
-        }
+        if (!f(step++, detail::dataset_input<Derived, compiled_type<>>(std::get<0>(detail::as_tuple(e)), b, detail::who(self())))) break;
       }
     });
   }
@@ -230,10 +209,6 @@ template <class Derived, class T> class model_base {
   template <class D = Derived> using out_shape = shape_t<typename D::output_type>;
   template <class D = Derived> using compiled_type = detail::compiled<T, out_shape<D>>;
   template <class D = Derived> compiled_type<D>& compiled(const char* what) { return detail::compiled_of<compiled_type<D>>(self(), compiled_.get(), what); }
-  static const std::map<std::int64_t, double>& no_class_weight() {
-    static const std::map<std::int64_t, double> none;
-    return none;
-  }
   /// fit, evaluate and predict take tensors of samples: x of the Input's rank (or one less).
   template <class X> static constexpr void check_samples() {
     using InS = shape_t<typename Derived::input_type>;
@@ -244,7 +219,7 @@ template <class Derived, class T> class model_base {
   template <bool Train, class X, class Y> callbacks::Logs on_batch(const X& x, const Y& y) {
     check_samples<X>();
     auto& c = compiled<>(Train ? "train_on_batch" : "test_on_batch");
-    detail::tensor_batches<Derived, compiled_type<>> batches(c.sparse, c.loss_name, array_ref(x), array_ref(y), array_ref{}, no_class_weight(), 0,
+    detail::tensor_batches<Derived, compiled_type<>> batches(c.sparse, c.loss_name, array_ref(x), array_ref(y), array_ref{}, detail::no_class_weight(), 0,
                                                            x.dims()[0], std::max<std::size_t>(1, x.dims()[0]), detail::who(self()));
     batches.order(false, 0, 0);
     detail::batch_buffers<Derived, compiled_type<>> b;

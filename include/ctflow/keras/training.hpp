@@ -365,6 +365,12 @@ template <class C> bool labels_fit(bool sparse, std::size_t r, std::size_t last)
   return r == out || (r + 1 == out && OutS::extents[out - 1] == 1);
 }
 
+/// No class weights.
+inline const std::map<std::int64_t, double>& no_class_weight() {
+  static const std::map<std::int64_t, double> none;
+  return none;
+}
+
 /// Batches of rows of tensors: x, labels (y) and per-sample weights, rows [begin, end) in
 /// batches of batch_size, shuffled each epoch (a permutation drawn from seed and the epoch).
 template <class Model, class C> class tensor_batches {
@@ -394,6 +400,14 @@ template <class Model, class C> class tensor_batches {
       const auto w = random::philox(seed, (std::uint64_t(epoch) << 40) + i);
       const std::uint64_t r = (std::uint64_t(w[0]) << 32 | w[1]) % i;
       std::swap(rows_[i - 1], rows_[r]);
+    }
+  }
+
+  /// Runs f(step, x, labels) on batches first..steps of the current order, in b, while f returns true.
+  template <class F> void each(std::int64_t first, std::int64_t steps, batch_buffers<Model, C>& b, F&& f) {
+    for (std::int64_t step = first; step < steps; ++step) {
+      const auto labels = fill(step, b);
+      if (!f(step, *b.x_view, labels)) break;
     }
   }
 
@@ -431,7 +445,7 @@ template <class Model, class C> class tensor_batches {
           grow(b.weight, batch_);
           if (sw_) sw_.gather(rows, n, b.weight.data());
           else std::fill_n(b.weight.data(), n, value_t<typename C::output_view>(1));
-          if (!class_weight_.empty()) apply_class_weight(b, n, out);
+          if (!class_weight_.empty()) apply_class_weight(b, n);
           b.weight_view.emplace(b.weight.data(), dims_t<1>{n});
           out.weight = &*b.weight_view;
         }
@@ -444,7 +458,7 @@ template <class Model, class C> class tensor_batches {
   template <class X> static void grow(X& t, std::size_t n) {
     if (t.size() < n) t = X(dims_t<1>{n});
   }
-  template <class B> void apply_class_weight(B& b, std::size_t n, const batch_labels<C>& out) {
+  template <class B> void apply_class_weight(B& b, std::size_t n) {
     const std::size_t classes = sparse_ ? 0 : y_.row_size();
     for (std::size_t i = 0; i < n; ++i) {
       std::int64_t k = 0;
@@ -454,7 +468,6 @@ template <class Model, class C> class tensor_batches {
       if (it == class_weight_.end()) throw value_error("ctflow::keras::" + model_ + ": class_weight has no weight for class " + std::to_string(k));
       b.weight.data()[i] *= value_t<typename C::output_view>(it->second);
     }
-    (void)out;
   }
   bool sparse_;
   array_ref x_, y_, sw_;
@@ -568,12 +581,32 @@ template <class Model, class C> void test_step(Model& model, C& c, const typenam
   for (auto& m : c.metrics) y.sparse ? m.update.sparse(*y.sparse, out, y.weight, nullptr) : m.update.dense(*y.dense, out, y.weight, nullptr);
 }
 
+/// buffer (flat, grown when short) = the elements of e, converted to its dtype.
+template <class B, class E> void copy_converted(B& buffer, const E& e) {
+  using To = value_t<B>;
+  const auto t = eval(e);
+  if (buffer.size() < t.size()) buffer = B(dims_t<1>{t.size()});
+  std::transform(t.data(), t.data() + t.size(), buffer.data(), [](const auto v) { return To(v); });
+}
+
+/// A dataset's batch x as the model's input: a view of its tensor when it has the input's dtype,
+/// a converted copy in b otherwise (an Input's channel axis of 1 added).
+template <class Model, class C, class X> typename Model::input_type dataset_input(const X& x, batch_buffers<Model, C>& b, const std::string& model) {
+  using B = batch_buffers<Model, C>;
+  const std::vector<std::size_t> xd(x.dims().begin(), x.dims().end());
+  const auto d = batch_dims<typename B::InS>(xd[0], xd, "the dataset's x", model);
+  if constexpr (is_leaf_v<X> && std::is_same_v<std::remove_const_t<value_t<X>>, typename B::InT>) {
+    return typename Model::input_type(x.data(), d);
+  } else {
+    copy_converted(b.x, x);
+    return typename Model::input_type(b.x.data(), d);
+  }
+}
+
 /// A batch of a dataset's element (x, y[, sample_weight]) as the model's input and the compiled
 /// labels: views of its tensors when they have the model's dtypes, converted copies otherwise.
 template <class Model, class C, class E> batch_labels<C> dataset_batch(const C& c, const E& element, batch_buffers<Model, C>& b, const std::string& model) {
-  using B = batch_buffers<Model, C>;
-  using InT = typename B::InT;
-  using InS = typename B::InS;
+  using InS = typename batch_buffers<Model, C>::InS;
   using T = value_t<typename C::output_view>;
   static_assert(std::tuple_size_v<E> == 2 || std::tuple_size_v<E> == 3,
                 "ctflow::keras::fit: a dataset's elements are (x, y) or (x, y, sample_weight) batches");
@@ -589,28 +622,14 @@ template <class Model, class C, class E> batch_labels<C> dataset_batch(const C& 
   if (!labels_fit<C>(c.sparse, y_rank, y.dims()[y_rank - 1]))
     throw value_error("ctflow::keras::" + model + ": the loss " + c.loss_name + (c.sparse ? " takes integer labels of the output's shape without its last axis; the dataset gives " : " takes labels of the output's shape; the dataset gives ") +
                       dtype_name<value_t<Y>>() + " " + format_dims(y.dims()));
-  const auto copy = [](auto& buffer, const auto& e) {
-    using To = value_t<decltype(buffer)>;
-    const auto t = eval(e);
-    if (buffer.size() < t.size()) buffer = std::remove_cvref_t<decltype(buffer)>(dims_t<1>{t.size()});
-    const auto* from = t.data();
-    std::transform(from, from + t.size(), buffer.data(), [](const auto v) { return To(v); });
-  };
-  std::vector<std::size_t> xd(x.dims().begin(), x.dims().end());
-  const auto in_dims = batch_dims<InS>(xd[0], xd, "the dataset's x", model);
-  if constexpr (is_leaf_v<X> && std::is_same_v<std::remove_const_t<value_t<X>>, InT>) {
-    b.x_view.emplace(x.data(), in_dims);
-  } else {
-    copy(b.x, x);
-    b.x_view.emplace(b.x.data(), in_dims);
-  }
+  const auto xd = b.x_view.emplace(dataset_input<Model, C>(x, b, model)).dims();
   batch_labels<C> out;
   std::vector<std::size_t> yd(y.dims().begin(), y.dims().end());
   if (yd[0] != xd[0]) throw shape_error("ctflow::keras::" + model + ": a batch has " + std::to_string(xd[0]) + " inputs and " + std::to_string(yd[0]) + " labels");
   if (c.sparse) {
     if constexpr (y_rank + 1 == out_rank || y_rank == out_rank) {
       const auto d = batch_dims<typename C::sample_shape>(yd[0], yd, "the dataset's y", model);
-      copy(b.sparse, y);
+      copy_converted(b.sparse, y);
       b.sparse_view.emplace(b.sparse.data(), d);
       out.sparse = &*b.sparse_view;
     }
@@ -618,7 +637,7 @@ template <class Model, class C, class E> batch_labels<C> dataset_batch(const C& 
     const auto d = batch_dims<shape_t<typename C::output_view>>(yd[0], yd, "the dataset's y", model);
     if constexpr (is_leaf_v<Y> && std::is_same_v<std::remove_const_t<value_t<Y>>, T>) b.dense_view.emplace(y.data(), d);
     else {
-      copy(b.dense, y);
+      copy_converted(b.dense, y);
       b.dense_view.emplace(b.dense.data(), d);
     }
     out.dense = &*b.dense_view;
@@ -628,7 +647,7 @@ template <class Model, class C, class E> batch_labels<C> dataset_batch(const C& 
     static_assert(rank_v<std::remove_cvref_t<decltype(w)>> == 1, "ctflow::keras::fit: a dataset's sample weights are one per sample");
     if constexpr (C::sample_shape::rank == 1) {
       if (w.dims()[0] != xd[0]) throw shape_error("ctflow::keras::" + model + ": a batch has " + std::to_string(xd[0]) + " inputs and " + std::to_string(w.dims()[0]) + " sample weights");
-      copy(b.weight, w);
+      copy_converted(b.weight, w);
       b.weight_view.emplace(b.weight.data(), dims_t<1>{xd[0]});
       out.weight = &*b.weight_view;
     } else {
@@ -723,9 +742,8 @@ template <class Model, class C> callbacks::History fit_tensors(Model& model, C& 
   tensor_batches<Model, C> train(c.sparse, c.loss_name, x, y, o.sample_weight, o.class_weight, 0, split, o.batch_size, who(model));
   const std::size_t vbatch = o.validation_batch_size ? *o.validation_batch_size : o.batch_size;
   std::optional<tensor_batches<Model, C>> val;
-  static const std::map<std::int64_t, double> no_class_weight;
-  if (split < n) val.emplace(c.sparse, c.loss_name, x, y, o.sample_weight, no_class_weight, split, n, vbatch, who(model));
-  else if (o.validation_data.first) val.emplace(c.sparse, c.loss_name, o.validation_data.first, o.validation_data.second, array_ref{}, no_class_weight, 0, o.validation_data.first.rows(), vbatch, who(model));
+  if (split < n) val.emplace(c.sparse, c.loss_name, x, y, o.sample_weight, no_class_weight(), split, n, vbatch, who(model));
+  else if (o.validation_data.first) val.emplace(c.sparse, c.loss_name, o.validation_data.first, o.validation_data.second, array_ref{}, no_class_weight(), 0, o.validation_data.first.rows(), vbatch, who(model));
   std::int64_t steps = train.steps();
   if (o.steps_per_epoch) steps = std::min(steps, *o.steps_per_epoch);
   std::uint64_t seed = utils::next_seed();
@@ -734,22 +752,14 @@ template <class Model, class C> callbacks::History fit_tensors(Model& model, C& 
       model, c, o, steps, seed,
       [&](std::int64_t epoch, std::int64_t first, auto&& f) {
         train.order(o.shuffle, seed, epoch);
-        for (std::int64_t step = first; step < steps; ++step) {
-          const auto labels = train.fill(step, buffers);
-          if (!f(step, *buffers.x_view, labels)) break;
-        }
+        train.each(first, steps, buffers, f);
       },
       [&](callback_list& cbs) -> std::optional<callbacks::Logs> {
         if (!val) return std::nullopt;
         val->order(false, 0, 0);
         std::int64_t vsteps = val->steps();
         if (o.validation_steps) vsteps = std::min(vsteps, *o.validation_steps);
-        return run_test(model, c, cbs, [&](auto&& f) {
-          for (std::int64_t step = 0; step < vsteps; ++step) {
-            const auto labels = val->fill(step, val_buffers);
-            f(step, *val_buffers.x_view, labels);
-          }
-        });
+        return run_test(model, c, cbs, [&](auto&& f) { val->each(0, vsteps, val_buffers, f); });
       });
 }
 
