@@ -2,15 +2,15 @@
 // (Rescaling, Conv2D 32 3x3 relu, MaxPooling2D, Conv2D 64 3x3 relu, MaxPooling2D, Flatten, Dense
 // 128 relu, Dense 10), summary(), compile with Adam, SparseCategoricalCrossentropy(from_logits)
 // and "accuracy", fit with batch 64 and a 10% validation split (Keras's progress bar), with
-// TensorBoard logs, the best weights kept by ModelCheckpoint and a backup that resumes a killed
-// run; then evaluate on the test set and save the weights in Keras 3's format.
+// TensorBoard logs, the best model kept by ModelCheckpoint and a backup that resumes a killed
+// run; then evaluate on the test set and save the model as a .keras archive Keras 3 loads.
 //
 //   fashion_mnist [LOGDIR] [EPOCHS] [STEPS_PER_EPOCH]
 //
 // (defaults: runs/fashion_mnist, 3 epochs, every batch of the training split in each.) LOGDIR
-// receives logs/ (TensorBoard: train/ and validation/), best.weights.h5 (the epoch of the best
-// validation accuracy), backup/ (while fit runs) and fashion_mnist.weights.h5 (the final weights,
-// which keras.Model.load_weights reads).
+// receives logs/ (TensorBoard: train/ and validation/), best.keras (the epoch of the best
+// validation accuracy), backup/ (while fit runs) and fashion_mnist.keras (the trained model with
+// its optimizer's state, which keras.models.load_model and keras::load_model read and train on).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -57,14 +57,14 @@ int main(int argc, char** argv) {
       {.batch_size = 64,
        .epochs = epochs,
        .callbacks = {timer, callbacks::TensorBoard({.log_dir = logdir + "/logs", .histogram_freq = 1}),
-                     callbacks::ModelCheckpoint({.filepath = logdir + "/best.weights.h5", .monitor = "val_accuracy", .save_best_only = true}),
+                     callbacks::ModelCheckpoint({.filepath = logdir + "/best.keras", .monitor = "val_accuracy", .save_best_only = true}),
                      callbacks::BackupAndRestore({.backup_dir = logdir + "/backup"})},
        .validation_split = 0.1,
        .steps_per_epoch = steps});
 
   const auto result = model.evaluate(test.first, test.second, {.batch_size = 64, .verbose = 0});
   std::printf("test loss: %.4f, test accuracy: %.4f\n", result.at("loss"), result.at("accuracy"));
-  model.save_weights(logdir + "/fashion_mnist.weights.h5");
+  model.save(logdir + "/fashion_mnist.keras");
   if (!seconds.empty()) std::printf("mean epoch time: %.2f s\n", std::accumulate(seconds.begin(), seconds.end(), 0.0) / double(seconds.size()));
   std::printf("best validation accuracy: %.4f\n", *std::max_element(history.history.at("val_accuracy").begin(), history.history.at("val_accuracy").end()));
   return result.at("accuracy") >= 0.885 || epochs < 3 || steps ? 0 : 1;

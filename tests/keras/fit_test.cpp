@@ -2,7 +2,14 @@
 // *_on_batch methods, the callbacks and the progress bar, in the forms users write them.
 #include "keras_check.hpp"
 
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <csignal>
+
 #include <ctflow/data.hpp>
+
+extern char** environ;
 
 using namespace ctflow;
 namespace layers = keras::layers;
@@ -84,6 +91,55 @@ TEST_CASE("fit: bitwise the same weights with the same seed, on one and on two t
   config::set_num_threads(threads);
   CHECK(same_weights(*a, *b));
   CHECK(same_weights(*a, *c));
+}
+
+TEST_CASE("a model's own train_step and test_step keep fit's loop, callbacks and progress bar (Keras's override)") {
+  keras::backend::clear_session();
+  keras::utils::set_random_seed(4);
+  problem p;
+  Net model;
+  compile(model);
+  // The step of "customizing what happens in fit": the gradient of a loss the step chooses
+  // (here with label smoothing's cousin: a doubled loss), its own metrics.
+  const Losses loss_fn{.from_logits = true};
+  keras::metrics::Mean loss_tracker{.name = "loss"};
+  keras::metrics::SparseCategoricalAccuracy accuracy;
+  int resets = 0, train_calls = 0, test_calls = 0;
+  model.steps.train_step = [&](Net& m, const keras::batch_data<Net>& data) -> callbacks::Logs {
+    ++train_calls;
+    REQUIRE(data.sparse_y);
+    const auto logits = m(data.x, true);
+    const auto [loss, dlogits] = loss_fn.value_and_gradient(*data.sparse_y, logits);
+    m.backward(dlogits);
+    m.optimizer().apply_gradients(m.gradients(), m.trainable_variables());
+    loss_tracker.update_state(double(loss));
+    accuracy.update_state(*data.sparse_y, logits);
+    return {{"loss", loss_tracker.result()}, {"acc", accuracy.result()}};
+  };
+  model.steps.test_step = [&](Net& m, const keras::batch_data<Net>& data) -> callbacks::Logs {
+    ++test_calls;
+    const auto logits = m(data.x);
+    loss_tracker.update_state(double(loss_fn(*data.sparse_y, logits)));
+    return {{"loss", loss_tracker.result()}};
+  };
+  model.steps.reset_metrics = [&] {
+    ++resets;
+    loss_tracker.reset_state();
+    accuracy.reset_state();
+  };
+  const auto history = model.fit(p.x, p.y, {.batch_size = 32, .epochs = 3, .verbose = 0, .validation_split = 0.25});
+  CHECK(train_calls == 18);
+  CHECK(test_calls == 3 * 2);
+  CHECK(resets == 6);  // each epoch, each validation
+  CHECK(history.history.at("acc").size() == 3);
+  CHECK(history.history.at("loss").back() < history.history.at("loss").front());
+  CHECK(history.history.at("val_loss").size() == 3);
+  CHECK(history.history.count("accuracy") == 0);  // compile's metrics are the default step's
+  CHECK(model.optimizer().iterations() == 18);
+  // evaluate and the *_on_batch methods take the same steps.
+  CHECK(model.evaluate(p.x, p.y, {.verbose = 0}).count("accuracy") == 0);
+  CHECK(model.train_on_batch(p.x, p.y).count("acc") == 1);
+  CHECK(model.optimizer().iterations() == 19);
 }
 
 TEST_CASE("evaluate, predict and the *_on_batch methods are the model's call, the loss and the metric by hand") {
@@ -198,7 +254,8 @@ TEST_CASE("bad input to compile, fit and evaluate is a clear error") {
   CHECK_THROWS_WITH(model.fit(p.x, out_of_range, {.batch_size = 256, .verbose = 0}), Catch::Contains("outside the valid range of [0, 3)"));
   CHECK_THROWS_WITH(model.fit(p.x, p.y, {.verbose = 3}), Catch::Contains("verbose must be 0, 1, 2 or \"auto\""));
   CHECK_THROWS_WITH(model.fit(p.x, p.y, {.batch_size = 0}), Catch::Contains("batch_size must be positive"));
-  CHECK_THROWS_WITH(callbacks::ModelCheckpoint({.filepath = "model.keras"}), Catch::Contains("must end in .weights.h5"));
+  CHECK_THROWS_WITH(callbacks::ModelCheckpoint({.filepath = "model.h5"}), Catch::Contains("must end in .keras (the whole model), .weights.h5"));
+  CHECK_THROWS_WITH(callbacks::ModelCheckpoint({.filepath = "model.keras", .save_weights_only = true}), Catch::Contains("must end in .weights.h5"));
 }
 
 TEST_CASE("callbacks: every hook in Keras's order, stop_training, EarlyStopping, learning rates") {
@@ -249,7 +306,7 @@ TEST_CASE("callbacks: ModelCheckpoint's templates and best weights, CSVLogger, T
   compile(model);
   const std::string dir = scratch_dir("callbacks");
   callbacks::ModelCheckpoint every({.filepath = dir + "/ckpt-{epoch:02d}-{loss:.2f}.weights.h5"});
-  callbacks::ModelCheckpoint best({.filepath = dir + "/best.weights.h5", .monitor = "val_accuracy", .save_best_only = true});
+  callbacks::ModelCheckpoint best({.filepath = dir + "/best.keras", .monitor = "val_accuracy", .save_best_only = true});
   model.fit(p.x, p.y,
             {.batch_size = 64, .epochs = 3, .verbose = 0,
              .callbacks = {every, best, callbacks::CSVLogger(dir + "/log.csv"), callbacks::TensorBoard({.log_dir = dir + "/tb", .histogram_freq = 1})},
@@ -258,8 +315,9 @@ TEST_CASE("callbacks: ModelCheckpoint's templates and best weights, CSVLogger, T
   CHECK(every.saved[0].find("/ckpt-01-") != std::string::npos);
   CHECK(std::filesystem::exists(every.saved[2]));
   REQUIRE(!best.saved.empty());
-  Net restored;
-  restored.load_weights(best.saved.back());
+  // The best epoch's whole model, with its optimizer's state.
+  auto restored = keras::load_model<Net, keras::optimizers::Adam, Losses>(best.saved.back());
+  CHECK(restored->optimizer().iterations() > 0);
   // The CSV: a header and a row per epoch.
   const std::string csv = keras_check::read_text(dir + "/log.csv");
   CHECK(csv.rfind("epoch,accuracy,loss,val_accuracy,val_loss\n0,", 0) == 0);
@@ -313,6 +371,44 @@ TEST_CASE("BackupAndRestore: a fit stopped mid-epoch resumes where it stopped, b
   CHECK(resumed->optimizer().iterations() == whole->optimizer().iterations());
   CHECK(same_weights(*resumed, *whole));
   CHECK(!std::filesystem::exists(dir));  // deleted once fit ends
+}
+
+TEST_CASE("BackupAndRestore: a fit killed mid-epoch (SIGKILL) resumes in a new process, bitwise as an uninterrupted run") {
+  const auto run = [](const std::string& dir, const char* kill_after) {
+    pid_t pid = 0;
+    std::vector<char*> argv = {const_cast<char*>(CTFLOW_BACKUP_KILLEE), const_cast<char*>(dir.c_str())};
+    if (kill_after) argv.push_back(const_cast<char*>(kill_after));
+    argv.push_back(nullptr);
+    REQUIRE(posix_spawn(&pid, CTFLOW_BACKUP_KILLEE, nullptr, nullptr, argv.data(), environ) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return status;
+  };
+  const std::string whole = scratch_dir("backup_whole"), killed = scratch_dir("backup_killed");
+  const int clean = run(whole, nullptr);
+  REQUIRE((WIFEXITED(clean) && WEXITSTATUS(clean) == 0));
+  // Killed after 7 batches (the backup after batch 4 holds), then 8 batches into the resumed run (in epoch 2).
+  for (const char* kill_after : {"7", "8"}) {
+    const int status = run(killed, kill_after);
+    INFO("killed after " << kill_after << " batches: wait status " << status);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGKILL);
+    CHECK(std::filesystem::exists(killed + "/backup"));
+  }
+  const int resumed = run(killed, nullptr);
+  REQUIRE((WIFEXITED(resumed) && WEXITSTATUS(resumed) == 0));
+  CHECK(!std::filesystem::exists(killed + "/backup"));  // deleted when fit ends
+  using Small = keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16, activations::relu>, layers::Dropout, layers::Dense<3>>;
+  Small a, b;
+  a.load_weights(whole + "/final.weights.h5");
+  b.load_weights(killed + "/final.weights.h5");
+  const auto wa = a.get_weights(), wb = b.get_weights();
+  for (std::size_t i = 0; i < wa.size(); ++i) {
+    double d = 0;
+    for (std::size_t k = 0; k < wa[i].values.size(); ++k) d = std::max(d, double(std::abs(wa[i].values[k] - wb[i].values[k])));
+    INFO("weight " << i << ": largest difference " << d);
+    CHECK(wa[i].values == wb[i].values);
+  }
 }
 
 TEST_CASE("the progress bar: Keras 3's text, redrawn on a terminal, one line per epoch otherwise") {

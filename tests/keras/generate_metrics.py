@@ -50,6 +50,11 @@ cases = {
     "auc_logits": (lambda: metrics.AUC(from_logits=True), lambda b: ([out[f"{b}/binary"], out[f"{b}/y"]], None)),
     "mean_iou": (lambda: metrics.MeanIoU(num_classes=4), lambda b: ([out[f"{b}/labels"], out[f"{b}/predicted"]], out[f"{b}/weights"])),
     "mean_iou_ignore": (lambda: metrics.MeanIoU(num_classes=4, ignore_class=0, sparse_y_pred=False), lambda b: ([out[f"{b}/labels"], out[f"{b}/logits"]], None)),
+    "f1_per_class": (metrics.F1Score, lambda b: ([out[f"{b}/one_hot"], out[f"{b}/logits"]], out[f"{b}/weights"])),
+    "f1_micro": (lambda: metrics.F1Score(average="micro", threshold=0.5), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], out[f"{b}/weights"])),
+    "f1_macro": (lambda: metrics.F1Score(average="macro"), lambda b: ([out[f"{b}/one_hot"], out[f"{b}/probs"]], None)),
+    "f1_weighted": (lambda: metrics.F1Score(average="weighted", threshold=0.4), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], out[f"{b}/weights"])),
+    "fbeta_macro": (lambda: metrics.FBetaScore(average="macro", beta=2.0, threshold=0.5), lambda b: ([out[f"{b}/binary"], out[f"{b}/probs"]], None)),
 }
 results = {}
 for name, (make, args) in cases.items():
@@ -60,9 +65,9 @@ for name, (make, args) in cases.items():
             m.update_state(*a)
         else:
             m.update_state(*a, sample_weight=w)
-        results[f"{name}/{b}"] = np.array(float(m.result()), dtype="float32")
+        results[f"{name}/{b}"] = np.array(m.result(), dtype="float32")  # F1Score(average=None): one per class
     m.reset_state()
-    results[f"{name}/reset"] = np.array(float(m.result()), dtype="float32")
+    results[f"{name}/reset"] = np.array(m.result(), dtype="float32")
 out.update(results)
 
 here = os.path.dirname(os.path.abspath(__file__))

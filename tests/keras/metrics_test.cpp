@@ -79,6 +79,26 @@ TEST_CASE("metrics: update_state over batches, with sample weights, result and r
                [&](auto& m, const std::string& b) { m.update_state(labels(b), metric_tensor<V, std::int32_t>(b + "/predicted", {6}), weights(b)); });
   check_metric("mean_iou_ignore", metrics::MeanIoU{.num_classes = 4, .ignore_class = 0, .sparse_y_pred = false},
                [&](auto& m, const std::string& b) { m.update_state(labels(b), m4(b + "/logits")); });
+  check_metric("f1_micro", metrics::F1Score{.average = "micro", .threshold = 0.5},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs"), weights(b)); });
+  check_metric("f1_macro", metrics::F1Score{.average = "macro"}, [&](auto& m, const std::string& b) { m.update_state(m4(b + "/one_hot"), m4(b + "/probs")); });
+  check_metric("f1_weighted", metrics::F1Score{.average = "weighted", .threshold = 0.4},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs"), weights(b)); });
+  check_metric("fbeta_macro", metrics::FBetaScore{.beta = 2.0, .average = "macro", .threshold = 0.5},
+               [&](auto& m, const std::string& b) { m.update_state(m4(b + "/binary"), m4(b + "/probs")); });
+  {
+    // average none: a score per class (the row's largest logit its predicted class).
+    metrics::F1Score per_class;
+    for (const std::string b : {"0", "1", "2"}) {
+      per_class.update_state(m4(b + "/one_hot"), m4(b + "/logits"), weights(b));
+      const auto scores = per_class.result_per_class();
+      const auto expected = metric_tensor<Shape<4>>("f1_per_class/" + b, {4});
+      REQUIRE(scores.size() == 4);
+      for (std::size_t k = 0; k < 4; ++k) CHECK(scores[k] == Approx(expected(k)).epsilon(1e-6).margin(1e-7));
+    }
+    CHECK_THROWS_WITH(per_class.result(), Catch::Contains("average=None gives one score per class (result_per_class())"));
+    CHECK_THROWS_WITH((metrics::F1Score{.average = "mean"}.update_state(m4("0/one_hot"), m4("0/probs"))), Catch::Contains("not \"mean\""));
+  }
   // Classes outside [0, num_classes) count for nothing, as in Keras.
   metrics::MeanIoU two{.num_classes = 2};
   Tensor<std::int32_t, Shape<3>> truth, predicted;

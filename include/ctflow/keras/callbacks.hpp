@@ -57,6 +57,8 @@ class ModelHandle {
   virtual void set_weights(const std::any& weights) = 0;
   /// @brief model.save_weights(path).
   virtual void save_weights(const std::string& path) = 0;
+  /// @brief model.save(path): the whole model as a .keras archive.
+  virtual void save(const std::string& path) = 0;
   /// @brief The optimizer's learning rate now (its schedule's value at the current step).
   virtual double learning_rate() const = 0;
   /// @brief Sets the optimizer's learning rate to a number (replacing a schedule).
@@ -351,10 +353,11 @@ class EarlyStopping : public Callback {
   std::optional<std::any> best_weights_;
 };
 
-/// @brief keras.callbacks.ModelCheckpoint: saves the weights at each epoch's end (or every
+/// @brief keras.callbacks.ModelCheckpoint: saves the model at each epoch's end (or every
 /// save_freq batches), to a filepath that may name the epoch and logs
-/// ("ckpt-{epoch:02d}-{val_loss:.2f}.weights.h5"); save_best_only keeps only improvements of
-/// `monitor`. The weights go to Keras 3's `.weights.h5` (or `.safetensors`), written atomically.
+/// ("ckpt-{epoch:02d}-{val_loss:.2f}.keras"); save_best_only keeps only improvements of
+/// `monitor`. A `.keras` filepath gets the whole model (model.save; not with save_weights_only,
+/// as in Keras), a `.weights.h5` or `.safetensors` one its weights; written atomically.
 class ModelCheckpoint : public Callback {
  public:
   struct Options {
@@ -362,7 +365,7 @@ class ModelCheckpoint : public Callback {
     std::string monitor = "val_loss";
     int verbose = 0;
     bool save_best_only = false;
-    bool save_weights_only = true;
+    bool save_weights_only = false;
     std::string mode = "auto";
     /// @brief 0: at each epoch's end; n: every n batches.
     std::int64_t save_freq = 0;
@@ -371,9 +374,12 @@ class ModelCheckpoint : public Callback {
   /// @brief `ModelCheckpoint({.filepath = "ckpt-{epoch:02d}.weights.h5", .save_best_only = true})`.
   explicit ModelCheckpoint(Options o) : options(std::move(o)), maximize_(detail::maximizes(options.mode, options.monitor, "ctflow::keras::callbacks::ModelCheckpoint")) {
     const auto ends = [&](const std::string& s) { return options.filepath.size() >= s.size() && options.filepath.compare(options.filepath.size() - s.size(), s.size(), s) == 0; };
-    if (!ends(".weights.h5") && !ends(".safetensors"))
+    if (!ends(".keras") && !ends(".weights.h5") && !ends(".safetensors"))
       throw value_error("ctflow::keras::callbacks::ModelCheckpoint: filepath '" + options.filepath +
-                        "' must end in .weights.h5 (Keras 3's weight file) or .safetensors");
+                        "' must end in .keras (the whole model), .weights.h5 (Keras 3's weight file) or .safetensors");
+    if (ends(".keras") && options.save_weights_only)
+      throw value_error("ctflow::keras::callbacks::ModelCheckpoint: with save_weights_only, filepath '" + options.filepath + "' must end in .weights.h5");
+    whole_ = ends(".keras");
     if (options.save_freq < 0) throw value_error("ctflow::keras::callbacks::ModelCheckpoint: save_freq must be 0 (epochs) or a number of batches");
     best = options.initial_value_threshold;
   }
@@ -413,10 +419,11 @@ class ModelCheckpoint : public Callback {
       std::printf("\nEpoch %lld: saving model to %s\n", static_cast<long long>(epoch + 1), path.c_str());
     }
     detail::make_parent(path);
-    model->save_weights(path);
+    if (whole_) model->save(path);
+    else model->save_weights(path);
     saved.push_back(path);
   }
-  bool maximize_;
+  bool maximize_, whole_ = false;
   std::int64_t epoch_ = 0, batches_ = 0;
 };
 

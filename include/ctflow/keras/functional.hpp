@@ -50,6 +50,7 @@ struct graph_layer_base {
   bool trainable = true;
   const char* class_name = "";
   std::size_t calls = 0;
+  std::string config;  // its spec's get_config (JSON), for model.save
   graph_layer_base() = default;
   graph_layer_base(const graph_layer_base&) = delete;
   graph_layer_base& operator=(const graph_layer_base&) = delete;
@@ -72,6 +73,7 @@ struct graph_node {
   bool is_input = false;
   bool has_adjoint = false;
   std::vector<std::size_t> extents;    // the output's static extents (dyn: None)
+  const char* dtype = "";              // the output's dtype name
   std::string shape_text;              // the output's shape as messages print it ("[None,8]")
   graph_node() = default;
   graph_node(const graph_node&) = delete;
@@ -93,6 +95,7 @@ template <class T, class S> struct typed_node : graph_node {
     const auto& e = S::extents;
     extents.assign(e.begin(), e.end());
     shape_text = shape_string_v<S>.s;
+    dtype = dtype_name<T>();
   }
   virtual output_view output() const = 0;
   template <class G> void add_adjoint(const G& g) {
@@ -138,8 +141,13 @@ template <class L> struct shared_layer final : graph_layer<typename L::value_typ
     this->name = spec.name.empty() ? auto_name(snake_case(L::class_name)) : spec.name;
     this->trainable = spec.trainable;
     this->class_name = L::class_name;
+    this->config = config_json(spec);
   }
-  layer_info<T> describe() override { return describe_layer(layer, &this->name, &this->trainable, weight_gradients.data()); }
+  layer_info<T> describe() override {
+    auto info = describe_layer(layer, &this->name, &this->trainable, weight_gradients.data());
+    info.config = &this->config;
+    return info;
+  }
   void begin_backward() override {
     std::apply([](auto&... g) { (g.reset(), ...); }, grads);
     weight_gradients.fill(nullptr);
@@ -418,11 +426,42 @@ template <class T> struct functional_graph final : graph_layer<T> {
         for (const auto& n : order)
           if (n->layer == l) info.output_shape = n->extents;
         for (const auto& n : inputs)
-          if (n->layer == l) info.output_shape = n->extents;
+          if (n->layer == l) {
+            info.output_shape = n->extents;
+            info.dtype = n->dtype;
+          }
         out.push_back(std::move(info));
       }
+      out.back().inbound_nodes = inbound_nodes(*l);
     }
     return out;
+  }
+  /// Keras's inbound_nodes of layer l: the tensors each of its calls took (JSON).
+  std::string inbound_nodes(const graph_layer_base& l) const {
+    std::vector<const graph_node*> calls;
+    for (const auto& n : order)
+      if (n->layer.get() == &l && !n->is_input) calls.push_back(n.get());
+    std::sort(calls.begin(), calls.end(), [](const graph_node* a, const graph_node* b) { return a->node_index < b->node_index; });
+    std::string out = "[";
+    for (const graph_node* c : calls) {
+      std::string args;
+      for (const auto& in : c->inputs) {
+        std::string shape;
+        for (const auto e : in->extents) shape += (shape.empty() ? "" : ", ") + (e == dyn ? std::string("null") : std::to_string(e));
+        args += (args.empty() ? "" : ", ") + std::string(R"({"class_name": "__keras_tensor__", "config": {"shape": [)") + shape + R"(], "dtype": ")" + in->dtype +
+                R"(", "keras_history": [)" + config_dict::quote(in->layer->name) + ", " + std::to_string(in->node_index) + ", 0]}}";
+      }
+      if (c->inputs.size() > 1) args = "[" + args + "]";
+      out += (out.size() > 1 ? ", " : "") + std::string(R"({"args": [)") + args + R"(], "kwargs": {}})";
+    }
+    return out + "]";
+  }
+  /// Keras's input_layers or output_layers of nodes (JSON): [name, node, 0], a list of them for several.
+  static std::string endpoints(const std::vector<std::shared_ptr<graph_node>>& nodes) {
+    std::string out = nodes.size() == 1 ? "" : "[";
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      out.append(i ? ", [" : "[").append(config_dict::quote(nodes[i]->layer->name)).append(", ").append(std::to_string(nodes[i]->node_index)).append(", 0]");
+    return nodes.size() == 1 ? out : out.append("]");
   }
   layer_info<T> describe() override {
     layer_info<T> info;
@@ -432,6 +471,8 @@ template <class T> struct functional_graph final : graph_layer<T> {
     info.is_model = true;
     info.output_shape = outputs.front()->extents;
     info.children = describe_layers();
+    info.input_layers = endpoints(inputs);
+    info.output_layers = endpoints(outputs);
     return info;
   }
   void begin_backward() override {
@@ -667,6 +708,12 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
     for (const auto& l : graph_->layers)
       if (l->name == layer_name) return *l;
     throw value_error("ctflow::keras::Model::get_layer: no layer named " + layer_name + " in model " + name);
+  }
+
+  /// @brief For model.save: the model's inputs and outputs as a .keras archive's config names them.
+  void describe_inputs(detail::saved_model& m) const {
+    m.input_layers = graph_->endpoints(graph_->inputs);
+    m.output_layers = graph_->endpoints(graph_->outputs);
   }
 
   /// @brief Keras's model.summary(): its layers, output shapes, parameters and, when the graph is

@@ -13,6 +13,7 @@
 
 #include <ctflow/core/maybe.hpp>
 #include <ctflow/ctflow.hpp>
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/detail/layer_weights.hpp>
 #include <ctflow/keras/layer_base.hpp>
 
@@ -241,10 +242,13 @@ template <class L> class layer_instance {
   /// @brief Its name (Keras's automatic one unless the spec gave one) and whether its weights train.
   std::string name;
   bool trainable = true;
+  /// @brief Its spec's Keras config (get_config's JSON object), which model.save writes.
+  std::string config;
 
   /// @brief Builds the layer from its spec; an empty name is Keras's automatic one, given by
   /// name_if_unnamed() (models call it in layer order).
-  template <class Spec> explicit layer_instance(const Spec& spec) : layer(detail::construct_layer<L>(spec)), name(spec.name), trainable(spec.trainable) {}
+  template <class Spec>
+  explicit layer_instance(const Spec& spec) : layer(detail::construct_layer<L>(spec)), name(spec.name), trainable(spec.trainable), config(detail::config_json(spec)) {}
   layer_instance(const layer_instance&) = delete;
   layer_instance& operator=(const layer_instance&) = delete;
 

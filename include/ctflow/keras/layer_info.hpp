@@ -6,6 +6,7 @@
 /// dtype rather than once per network.
 
 #include <array>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <tuple>
@@ -43,6 +44,15 @@ template <class T> struct layer_info {
   /// @brief A nested model's (or a custom layer's) layers, and whether this layer is a model.
   std::vector<layer_info> children;
   bool is_model = false;
+  /// @brief For model.save: its Keras config (get_config's JSON object; null: a layer that writes
+  /// none), an InputLayer's dtype, and in a functional model the inputs of each of its calls
+  /// (Keras's inbound_nodes) and, for a nested model, its input_layers and output_layers (JSON).
+  const std::string* config = nullptr;
+  const char* dtype = "";
+  /// @brief A random layer's count of draws (Dropout's seed generator state; null: none), which
+  /// train::Checkpoint keeps beside the weights (not the weight files: Keras's hold none).
+  std::int64_t* random_state = nullptr;
+  std::string inbound_nodes, input_layers, output_layers;
   /// @brief Its parameters, its children's included.
   std::size_t param_count() const {
     std::size_t n = 0;
@@ -92,6 +102,7 @@ template <class L> layer_info<typename L::value_type> describe_header(std::strin
 template <class L> layer_info<typename L::value_type> describe_layer(L& layer, std::string* name, bool* trainable, const typename L::value_type* const* gradients) {
   using T = typename L::value_type;
   auto info = describe_header<L>(name, trainable);
+  if constexpr (requires { layer.draws; }) info.random_state = &layer.draws;
   std::vector<layer_info<T>*> open{&info};  // the layer whose weights come next, innermost last
   walk_layer(
       layer, [&]<std::size_t I>(index_t<I>, auto& w, const regularizers::Regularizer& r) { open.back()->weights.push_back(describe_weight<T>(w, gradients + I, r)); },
@@ -106,7 +117,11 @@ template <class L> layer_info<typename L::value_type> describe_layer(L& layer, s
 }
 
 /// The description of a layer instance, with the gradients of its last backward pass.
-template <class L> auto describe(layer_instance<L>& in) { return describe_layer(in.layer, &in.name, &in.trainable, in.weight_gradients().data()); }
+template <class L> auto describe(layer_instance<L>& in) {
+  auto info = describe_layer(in.layer, &in.name, &in.trainable, in.weight_gradients().data());
+  info.config = &in.config;
+  return info;
+}
 
 /// Calls f(layer, weight, trains) for every weight of layers in Keras's order, `layer` the path of
 /// the weight's layer (a nested model's under its name: "inner/dense"); `trains` holds when the
@@ -130,6 +145,7 @@ template <class T> struct tracked_layer {
       variable_ref<T> r{.path = w.name, .shape = w.shape, .values = w.values};
       v(w.name, r);
     }
+    if (layer.random_state) v("seed_generator_state", *layer.random_state);
     track_layers(layer.children, v);
   }
 };

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -332,6 +333,113 @@ struct Recall {
  private:
   template <class Y, class P, class W> void update(const Y& y, const P& p, const W* w) { counts.update_at(thresholds, y, p, w, class_id, "Recall"); }
 };
+
+namespace detail {
+/// FBetaScore's counts: per class (or, averaged "micro", over all of them) the weighted true
+/// positives, false positives, false negatives and positives, as Keras's fbeta_score.py counts them.
+struct fbeta_counts {
+  std::vector<double> tp, fp, fn, positives;
+  template <class Y, class P, class W>
+  void update(const Y& y_true, const P& y_pred, const W* w, const std::optional<std::string>& average, std::optional<double> threshold, const char* who) {
+    static_assert(rank_v<P> == 2 && rank_v<Y> == 2, "ctflow::keras::metrics: FBetaScore takes y_true and y_pred of shape [batch, classes]");
+    check(average, threshold, who);
+    const auto y = host_values(y_true), p = host_values(y_pred);
+    if (y.size() != p.size()) throw shape_error(std::string("ctflow::keras::metrics::") + who + ": y_true has " + std::to_string(y.size()) + " values, y_pred " + std::to_string(p.size()));
+    const std::size_t classes = y_pred.dims()[1], rows = classes ? p.size() / classes : 0;
+    const auto weight = element_weights(w, p.size(), who);
+    const bool micro = average && *average == "micro";
+    if (tp.empty()) tp = fp = fn = positives = std::vector<double>(micro ? 1 : classes, 0.0);
+    if (!micro && tp.size() != classes)
+      throw shape_error(std::string("ctflow::keras::metrics::") + who + ": " + std::to_string(classes) + " classes after " + std::to_string(tp.size()));
+    for (std::size_t r = 0; r < rows; ++r) {
+      // Without a threshold, the row's largest prediction (not 0) is the predicted class.
+      double top = p[r * classes];
+      for (std::size_t c = 1; c < classes; ++c) top = std::max(top, p[r * classes + c]);
+      for (std::size_t c = 0; c < classes; ++c) {
+        const std::size_t i = r * classes + c, k = micro ? 0 : c;
+        const double predicted = threshold ? double(p[i] > *threshold) : double(p[i] >= top && std::abs(p[i]) > 1e-9);
+        tp[k] += weight[i] * predicted * y[i];
+        fp[k] += weight[i] * predicted * (1 - y[i]);
+        fn[k] += weight[i] * (1 - predicted) * y[i];
+        positives[k] += weight[i] * y[i];
+      }
+    }
+  }
+  /// Each count's score (one for "micro").
+  std::vector<double> scores(double beta) const {
+    constexpr double eps = 1e-7;
+    std::vector<double> out(tp.size());
+    for (std::size_t k = 0; k < tp.size(); ++k) {
+      const double precision = tp[k] / (tp[k] + fp[k] + eps), recall = tp[k] / (tp[k] + fn[k] + eps);
+      out[k] = precision * recall / (beta * beta * precision + recall + eps) * (1 + beta * beta);
+    }
+    return out;
+  }
+  /// The score as average asks: the mean ("micro", "macro") or the positives' weighted sum ("weighted").
+  double result(const std::optional<std::string>& average, double beta, const char* who) const {
+    if (!average)
+      throw value_error(std::string("ctflow::keras::metrics::") + who + ": average=None gives one score per class (result_per_class()); give average \"micro\", "
+                        "\"macro\" or \"weighted\" for one number");
+    const auto s = scores(beta);
+    if (s.empty()) return 0.0;
+    if (*average == "weighted") {
+      const double total = std::accumulate(positives.begin(), positives.end(), 0.0) + 1e-7;
+      double sum = 0;
+      for (std::size_t k = 0; k < s.size(); ++k) sum += s[k] * positives[k] / total;
+      return sum;
+    }
+    return std::accumulate(s.begin(), s.end(), 0.0) / double(s.size());
+  }
+  static void check(const std::optional<std::string>& average, std::optional<double> threshold, const char* who) {
+    if (average && *average != "micro" && *average != "macro" && *average != "weighted")
+      throw value_error(std::string("ctflow::keras::metrics::") + who + ": average is none, \"micro\", \"macro\" or \"weighted\", not \"" + *average + "\"");
+    if (threshold && (*threshold <= 0 || *threshold > 1))
+      throw value_error(std::string("ctflow::keras::metrics::") + who + ": threshold must be in (0, 1], got " + std::to_string(*threshold));
+  }
+  void reset() { tp.clear(), fp.clear(), fn.clear(), positives.clear(); }
+};
+}  // namespace detail
+
+/// The members FBetaScore and F1Score share: average (none: a score per class; "micro",
+/// "macro", "weighted"), threshold (none: each row's largest prediction is its class), the
+/// weighted update, the results.
+#define CTFLOW_KERAS_FBETA_MEMBERS(CLASS)                                                                              \
+  std::optional<std::string> average{};                                                                                \
+  std::optional<double> threshold{};                                                                                   \
+  CTFLOW_KERAS_WEIGHTED_UPDATE                                                                                         \
+  /** @brief The score per class so far (average none; one number for "micro"). */                                   \
+  std::vector<double> result_per_class() const { return counts.scores(score_beta()); }                              \
+  /** @brief The averaged score so far (average "micro", "macro" or "weighted"). */                                  \
+  double result() const { return counts.result(average, score_beta(), CLASS); }                                      \
+  /** @brief Starts again. */                                                                                          \
+  void reset_state() { counts.reset(); }                                                                              \
+  /** @brief The weighted counts so far. */                                                                           \
+  detail::fbeta_counts counts{};                                                                                       \
+                                                                                                                       \
+ private:                                                                                                              \
+  template <class Y, class P, class W> void update(const Y& y, const P& p, const W* w) { counts.update(y, p, w, average, threshold, CLASS); }
+
+/// @brief keras.metrics.FBetaScore(average=None, beta=1.0, threshold=None): the weighted
+/// harmonic mean of precision and recall, recall beta times as important, over y_true and y_pred
+/// of shape [batch, classes] (one-hot or multi-label).
+struct FBetaScore {
+  std::string name = "fbeta_score";
+  double beta = 1.0;
+  CTFLOW_KERAS_FBETA_MEMBERS("FBetaScore")
+  /// @brief beta, checked.
+  double score_beta() const {
+    if (!(beta > 0)) throw value_error("ctflow::keras::metrics::FBetaScore: beta must be > 0, got " + std::to_string(beta));
+    return beta;
+  }
+};
+/// @brief keras.metrics.F1Score(average=None, threshold=None): FBetaScore with beta 1.
+struct F1Score {
+  std::string name = "f1_score";
+  CTFLOW_KERAS_FBETA_MEMBERS("F1Score")
+  /// @brief beta: 1.
+  static constexpr double score_beta() { return 1.0; }
+};
+#undef CTFLOW_KERAS_FBETA_MEMBERS
 
 /// @brief keras.metrics.AUC(num_thresholds=200, curve="ROC", summation_method="interpolation",
 /// from_logits=False): the area under the ROC or precision-recall curve, from the confusion

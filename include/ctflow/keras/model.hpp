@@ -7,6 +7,7 @@
 /// as Keras trains: `compile`, `fit`, `evaluate`, `predict` and the `*_on_batch` methods.
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -116,6 +117,28 @@ template <class Derived, class T> class model_base {
   void save_weights(const std::string& path) { keras::save_weights(self(), path); }
   void load_weights(const std::string& path, const load_options& options = {}) { keras::load_weights(self(), path, options); }
 
+  /// @brief Keras's model.save("m.keras"): the whole model as a `.keras` archive Keras 3's
+  /// load_model reads: its config (each layer's get_config), its weights and, once compiled, its
+  /// compile_config and its optimizer's variables (`optimizer/vars/<i>`), written atomically.
+  void save(const std::string& path) {
+    if (!path.ends_with(".keras"))
+      throw value_error("ctflow::keras::save: the file name must end in .keras (weights alone: save_weights with .weights.h5), got " + path);
+    detail::saved_model m;
+    m.class_name = Derived::class_name;
+    m.name = self().name;
+    m.trainable = self().trainable;
+    m.dtype = dtype_name<T>();
+    self().describe_inputs(m);
+    const auto layers = detail::saved_layers(self().layers());
+    if (compiled_) {
+      auto& c = compiled<>("save");
+      m.optimizer_name = c.optimizer->name();
+      m.optimizer_variables = c.optimizer->keras_variables(trainable_variables());
+      m.compile_config = detail::compile_config(c, c.optimizer->config());
+    }
+    detail::save_model_archive(path, m, layers);
+  }
+
   /// @brief The sum of the regularizers' penalties (what training adds to the loss).
   double regularization_loss() {
     double sum = 0;
@@ -123,6 +146,9 @@ template <class Derived, class T> class model_base {
       if (w.regularizer) sum += (*w.regularizer)(w.value());
     return sum;
   }
+
+  /// @brief Keras's overridden train_step / test_step (keras::custom_steps): empty, compile's.
+  custom_steps<Derived> steps;
 
   /// @brief Keras's model.compile(optimizer, loss, metrics): metrics by name ("accuracy" is
   /// resolved from the loss's labels and the output's shape, as Keras resolves it), then metric
@@ -224,14 +250,13 @@ template <class Derived, class T> class model_base {
     batches.order(false, 0, 0);
     detail::batch_buffers<Derived, compiled_type<>> b;
     const auto labels = batches.fill(0, b);
-    c.reset_metrics();
+    detail::reset_metrics(self(), c);
     if constexpr (Train) {
       Tensor<T, out_shape<>> dy;
-      detail::train_step(self(), c, *b.x_view, labels, dy);
+      return detail::fit_step(self(), c, *b.x_view, labels, dy);
     } else {
-      detail::test_step(self(), c, *b.x_view, labels);
+      return detail::evaluation_step(self(), c, *b.x_view, labels);
     }
-    return c.results();
   }
   std::shared_ptr<detail::compiled_base> compiled_;
 
@@ -241,5 +266,70 @@ template <class Derived, class T> class model_base {
   }
   detail::weight_table<T> table_;
 };
+
+namespace detail {
+
+/// Loads the .keras archive at path into model: its weights (its config checked against the
+/// model's layers first) and, unless O is void, its training state: the model compiled with the
+/// archive's optimizer (of class O, its arguments from the config) and loss (of class L), its
+/// metrics by name, and the optimizer's variables read.
+template <class O, class L, class Model> void load_into(Model& model, const std::string& path, const load_options& options) {
+  const auto layers = saved_layers(model.layers());
+  if constexpr (std::is_void_v<O>) {
+    load_model_archive(path, layers, nullptr, options);
+  } else {
+    static_assert(!std::is_void_v<L>, "ctflow::keras::load_model: give the loss's class with the optimizer's");
+    const std::string compile = archive_compile_config(path);
+    if (compile.empty())
+      throw value_error("ctflow::keras::load_model: " + path + " holds no compile_config (the model was saved uncompiled); load it without an optimizer and a loss");
+    const config_values cc(compile, path + ": compile_config");
+    const auto* optimizer = cc.text("optimizer");
+    const auto* loss = cc.text("loss");
+    if (!optimizer || *optimizer == "null" || !loss || *loss == "null")
+      throw value_error("ctflow::keras::load_model: " + path + ": its compile_config names no optimizer or no loss");
+    const config_values o(*optimizer, path + ": compile_config.optimizer");
+    std::string cls;
+    o.get("class_name", cls);
+    if (cls != O::class_name) throw value_error("ctflow::keras::load_model: " + path + ": the optimizer is a " + cls + ", the model is loaded with a " + O::class_name);
+    O opt{};
+    if (const auto* c = o.text("config")) opt.from_config(config_values(*c, path + ": compile_config.optimizer.config"));
+    std::vector<std::string> metrics;
+    if (const auto* m = cc.text("metrics"); m && *m != "null") {
+      const config_values list(*m, path + ": compile_config.metrics");
+      for (std::size_t i = 0; list.text(std::to_string(i)); ++i) {
+        std::string name;
+        const auto& item = *list.text(std::to_string(i));
+        if (!item.empty() && item.front() == '{') config_values(item, path + ": compile_config.metrics").get("class_name", name);
+        else list.get(std::to_string(i), name);
+        metrics.push_back(name);
+      }
+    }
+    model.compile(std::move(opt), loss_from_config<L>(*loss, path + ": compile_config.loss"), metrics);
+    auto variables = model.optimizer().keras_variables(model.trainable_variables());
+    load_model_archive(path, layers, &variables, options);
+    model.optimizer().keras_variables_read();
+  }
+}
+
+}  // namespace detail
+
+/// @brief Keras's keras.models.load_model("m.keras") for a model of type Model (built here, so
+/// default-constructible: a Sequential, an application): the archive's config is checked against
+/// Model's layers (class by class, with their input shapes) and its weights loaded. Given the
+/// optimizer's class O and the loss's class L (`load_model<Net, optimizers::Adam,
+/// losses::SparseCategoricalCrossentropy<>>`), the model comes compiled as the archive's
+/// compile_config says (the optimizer's and loss's arguments, the metrics) with the optimizer's
+/// state (its iterations, learning rate and slots), so that fit continues where the saved
+/// training stopped. A file of another architecture or optimizer is an error naming the
+/// difference; no weight changes unless all of them load.
+template <class Model, class O = void, class L = void> std::unique_ptr<Model> load_model(const std::string& path, const load_options& options = {}) {
+  auto model = std::make_unique<Model>();
+  detail::load_into<O, L>(*model, path, options);
+  return model;
+}
+/// @brief The same into a model already built (a functional Model, built by its code).
+template <class O = void, class L = void, class Model> void load_model(Model& model, const std::string& path, const load_options& options = {}) {
+  detail::load_into<O, L>(model, path, options);
+}
 
 }  // namespace ctflow::keras

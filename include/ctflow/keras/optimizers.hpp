@@ -15,6 +15,7 @@
 /// is a ctflow expression over the variables' views, evaluated by their device: fused loops over
 /// a variable and its slots, no heap allocation once built.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -26,6 +27,7 @@
 
 #include <ctflow/core/errors.hpp>
 #include <ctflow/ctflow.hpp>
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/optimizers/schedules.hpp>
 #include <ctflow/keras/variables.hpp>
 
@@ -42,7 +44,9 @@ struct optimizer_state {
   bool built = false;
   std::vector<const void*> keys;
   std::vector<std::string> paths;
+  std::vector<std::vector<std::size_t>> shapes;
   std::size_t slots = 0, per_variable = 0;
+  std::size_t interleaved = 0;  // the leading slots Keras lists variable by variable (the others: slot by slot)
   bool accumulates = false, averages = false;
   std::vector<Tensor<float, Shape<dyn>>> float_tensors;
   std::vector<Tensor<double, Shape<dyn>>> double_tensors;
@@ -71,10 +75,18 @@ template <class O> double initial_slot_value(const O& o, std::size_t k) {
   else return 0;
 }
 
+/// How many of rule o's leading slots Keras makes in one add_optimizer_variables call (listed
+/// variable by variable); each later slot is a call of its own (listed for every variable in turn).
+template <class O> std::size_t interleaved_slots(const O& o) {
+  if constexpr (requires { o.interleaved_slots(); }) return std::min(o.interleaved_slots(), o.slot_count());
+  else return o.slot_count();
+}
+
 /// Makes the state for vars (their slots from the rule's initial values).
 template <class O, class Vars> void build(O& o, optimizer_state& s, const Vars& vars) {
   using T = typename std::remove_cvref_t<decltype(vars[0])>::value_type;
   s.slots = o.slot_count();
+  s.interleaved = interleaved_slots(o);
   s.accumulates = o.gradient_accumulation_steps.value_or(0) > 0;
   s.averages = o.use_ema;
   s.per_variable = s.slots + s.accumulates + s.averages;
@@ -82,10 +94,12 @@ template <class O, class Vars> void build(O& o, optimizer_state& s, const Vars& 
   t.clear();
   s.keys.clear();
   s.paths.clear();
+  s.shapes.clear();
   for (std::size_t i = 0; i < vars.size(); ++i) {
     const auto& v = vars[i];
     s.keys.push_back(v.values.data());
     s.paths.push_back(v.path);
+    s.shapes.push_back(v.shape);
     for (std::size_t k = 0; k < s.slots; ++k) t.emplace_back(fill<T, Shape<dyn>>(T(initial_slot_value(o, k)), {v.size()}));
     if (s.accumulates) t.emplace_back(dims_t<1>{v.size()});
     if (s.averages) t.emplace_back(v.value());
@@ -218,12 +232,34 @@ template <class O, class Grads, class Vars> void apply(O& o, optimizer_state& s,
       rate's), "vars" (in Keras 3's order: the moving averages, the gradient accumulators, then each                   \
       variable's slots), "u_product"; build() it before restoring into it. */                                          \
   template <class V> void track(V& v) { ::ctflow::keras::optimizers::detail::track(*this, state_, v); }                 \
+  /** @brief Keras's get_config: its arguments as Keras 3 writes them. */                                             \
+  void get_config(::ctflow::keras::config_dict& c) const { ::ctflow::keras::optimizers::detail::get_config(*this, c); }  \
+  /** @brief Keras's from_config: its arguments from a config Keras (or get_config) wrote. */                          \
+  void from_config(const ::ctflow::keras::config_values& v) { ::ctflow::keras::optimizers::detail::from_config(*this, v); } \
   /** @brief Keras's finalize_variable_values: with use_ema, the variables take their moving average. */              \
   template <class Vars> void finalize_variable_values(const Vars& vars) {                                              \
     ::ctflow::keras::optimizers::detail::finalize(*this, state_, vars);                                                \
   }
 
 namespace detail {
+/// Optimizer o's Keras config: what every optimizer takes, then its own fields.
+template <class O> void get_config(const O& o, config_dict& c) {
+  const std::string rate = o.learning_rate.config();
+  if (rate.empty())
+    throw value_error("ctflow::keras::optimizers::" + std::string(O::class_name) + ": its learning rate is a user's schedule, which a Keras config cannot hold");
+  c.set("name", o.name).raw("learning_rate", rate).set("weight_decay", o.weight_decay).set("clipnorm", o.clipnorm);
+  c.set("global_clipnorm", o.global_clipnorm).set("clipvalue", o.clipvalue).set("use_ema", o.use_ema).set("ema_momentum", o.ema_momentum);
+  c.set("ema_overwrite_frequency", o.ema_overwrite_frequency).set("loss_scale_factor", nullptr).set("gradient_accumulation_steps", o.gradient_accumulation_steps);
+  ::ctflow::keras::detail::write_fields(o, c);
+}
+/// Sets optimizer o's arguments from a Keras config (absent keys keep their values).
+template <class O> void from_config(O& o, const config_values& v) {
+  v.get("name", o.name).get("weight_decay", o.weight_decay).get("clipnorm", o.clipnorm).get("global_clipnorm", o.global_clipnorm);
+  v.get("clipvalue", o.clipvalue).get("use_ema", o.use_ema).get("ema_momentum", o.ema_momentum);
+  v.get("ema_overwrite_frequency", o.ema_overwrite_frequency).get("gradient_accumulation_steps", o.gradient_accumulation_steps);
+  if (const auto* rate = v.text("learning_rate"); rate && *rate != "null") o.learning_rate = learning_rate_t::from_config(*rate, v.what() + ".learning_rate");
+  ::ctflow::keras::detail::read_fields(o, v);
+}
 /// With use_ema, sets vars (those the optimizer was built for) to their moving averages.
 template <class O, class Vars> void finalize(O&, optimizer_state& s, const Vars& vars) {
   using T = typename std::remove_cvref_t<decltype(vars[0])>::value_type;
@@ -233,22 +269,25 @@ template <class O, class Vars> void finalize(O&, optimizer_state& s, const Vars&
     if (vars[i].values.data() == s.keys[i]) vars[i].value() = flat_view<const T>(t[(i + 1) * s.per_variable - 1].data(), {vars[i].size()});
 }
 /// The optimizer's variables in Keras 3's order (after its iteration count and learning rate):
-/// each variable's moving average, then each one's gradient accumulator, then the rule's slots,
-/// variable by variable; as references a checkpoint reads and writes.
+/// each variable's moving average, then each one's gradient accumulator, then the rule's slots
+/// (the interleaved ones variable by variable, then each other slot for every variable), with
+/// their variables' shapes; as references a checkpoint or a .keras file reads and writes.
 template <class T> std::vector<variable_ref<T>> keras_order(optimizer_state& s) {
   std::vector<variable_ref<T>> out;
   auto& t = s.tensors<T>();
   const std::size_t n = s.keys.size();
   const auto add = [&](std::size_t i, std::size_t k) {
     auto& x = t[i * s.per_variable + k];
-    out.push_back({.path = s.paths[i], .shape = {x.size()}, .values = {x.data(), x.size()}});
+    out.push_back({.path = s.paths[i], .shape = s.shapes[i], .values = {x.data(), x.size()}});
   };
   if (s.averages)
     for (std::size_t i = 0; i < n; ++i) add(i, s.per_variable - 1);
   if (s.accumulates)
     for (std::size_t i = 0; i < n; ++i) add(i, s.slots);
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t k = 0; k < s.slots; ++k) add(i, k);
+    for (std::size_t k = 0; k < s.interleaved; ++k) add(i, k);
+  for (std::size_t k = s.interleaved; k < s.slots; ++k)
+    for (std::size_t i = 0; i < n; ++i) add(i, k);
   return out;
 }
 
@@ -292,6 +331,11 @@ struct SGD {
   double momentum = 0.0;
   bool nesterov = false;
   CTFLOW_KERAS_OPTIMIZER("SGD", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("momentum", self.momentum);
+    f("nesterov", self.nesterov);
+  }
   /// @brief Its slots: a momentum per variable when momentum is not 0.
   std::size_t slot_count() const { return momentum != 0 ? 1 : 0; }
   /// @brief One variable's update from its gradient g (an expression).
@@ -316,8 +360,17 @@ struct Adam {
   double epsilon = 1e-7;
   bool amsgrad = false;
   CTFLOW_KERAS_OPTIMIZER("Adam", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("beta_1", self.beta_1);
+    f("beta_2", self.beta_2);
+    f("epsilon", self.epsilon);
+    f("amsgrad", self.amsgrad);
+  }
   /// @brief Its slots: momentum and velocity (and the largest velocity, with amsgrad).
   std::size_t slot_count() const { return amsgrad ? 3 : 2; }
+  /// @brief Keras makes momentum and velocity together, the largest velocity after them.
+  std::size_t interleaved_slots() const { return 2; }
   /// @brief One variable's update from its gradient g (an expression).
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t iterations, detail::optimizer_state&) const {
     detail::adam_step(w, g, s, lr, iterations, beta_1, beta_2, epsilon, amsgrad);
@@ -332,8 +385,17 @@ struct AdamW {
   double epsilon = 1e-7;
   bool amsgrad = false;
   CTFLOW_KERAS_OPTIMIZER("AdamW", 0.004)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("beta_1", self.beta_1);
+    f("beta_2", self.beta_2);
+    f("epsilon", self.epsilon);
+    f("amsgrad", self.amsgrad);
+  }
   /// @brief Its slots: Adam's.
   std::size_t slot_count() const { return amsgrad ? 3 : 2; }
+  /// @brief Keras makes momentum and velocity together, the largest velocity after them.
+  std::size_t interleaved_slots() const { return 2; }
   /// @brief One variable's update: Adam's (the decay is applied before it).
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t iterations, detail::optimizer_state&) const {
     detail::adam_step(w, g, s, lr, iterations, beta_1, beta_2, epsilon, amsgrad);
@@ -349,8 +411,17 @@ struct RMSprop {
   double epsilon = 1e-7;
   bool centered = false;
   CTFLOW_KERAS_OPTIMIZER("RMSprop", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("rho", self.rho);
+    f("momentum", self.momentum);
+    f("epsilon", self.epsilon);
+    f("centered", self.centered);
+  }
   /// @brief Its slots: velocity, then momentum (when not 0), then the mean gradient (centered).
   std::size_t slot_count() const { return 1 + (momentum > 0) + centered; }
+  /// @brief Keras makes each of them in a call of its own.
+  std::size_t interleaved_slots() const { return 1; }
   /// @brief One variable's update from its gradient g (an expression).
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t, detail::optimizer_state&) const {
     using T = value_t<W>;
@@ -381,6 +452,11 @@ struct Adagrad {
   double initial_accumulator_value = 0.1;
   double epsilon = 1e-7;
   CTFLOW_KERAS_OPTIMIZER("Adagrad", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("initial_accumulator_value", self.initial_accumulator_value);
+    f("epsilon", self.epsilon);
+  }
   /// @brief Its slot: the sum of squared gradients, from initial_accumulator_value.
   std::size_t slot_count() const { return 1; }
   double initial_slot_value(std::size_t) const { return initial_accumulator_value; }
@@ -398,6 +474,11 @@ struct Adadelta {
   double rho = 0.95;
   double epsilon = 1e-7;
   CTFLOW_KERAS_OPTIMIZER("Adadelta", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("rho", self.rho);
+    f("epsilon", self.epsilon);
+  }
   /// @brief Its slots: the running means of squared gradients and of squared updates.
   std::size_t slot_count() const { return 2; }
   /// @brief One variable's update from its gradient g (an expression).
@@ -418,6 +499,12 @@ struct Adamax {
   double beta_2 = 0.999;
   double epsilon = 1e-7;
   CTFLOW_KERAS_OPTIMIZER("Adamax", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("beta_1", self.beta_1);
+    f("beta_2", self.beta_2);
+    f("epsilon", self.epsilon);
+  }
   /// @brief Its slots: momentum and the exponentially weighted infinity norm.
   std::size_t slot_count() const { return 2; }
   /// @brief One variable's update from its gradient g (an expression).
@@ -437,6 +524,12 @@ struct Nadam {
   double beta_2 = 0.999;
   double epsilon = 1e-7;
   CTFLOW_KERAS_OPTIMIZER("Nadam", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("beta_1", self.beta_1);
+    f("beta_2", self.beta_2);
+    f("epsilon", self.epsilon);
+  }
   /// @brief Its slots: momentum and velocity.
   std::size_t slot_count() const { return 2; }
   /// @brief The product of the momentum factors, once per update.
@@ -463,6 +556,11 @@ struct Lion {
   double beta_1 = 0.9;
   double beta_2 = 0.99;
   CTFLOW_KERAS_OPTIMIZER("Lion", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("beta_1", self.beta_1);
+    f("beta_2", self.beta_2);
+  }
   /// @brief Its slot: momentum.
   std::size_t slot_count() const { return 1; }
   /// @brief One variable's update from its gradient g (an expression).
@@ -483,6 +581,15 @@ struct Ftrl {
   double l2_shrinkage_regularization_strength = 0.0;
   double beta = 0.0;
   CTFLOW_KERAS_OPTIMIZER("Ftrl", std::nullopt)
+  /// @brief Calls f(name, field) for each of its own Keras config fields.
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("learning_rate_power", self.learning_rate_power);
+    f("initial_accumulator_value", self.initial_accumulator_value);
+    f("l1_regularization_strength", self.l1_regularization_strength);
+    f("l2_regularization_strength", self.l2_regularization_strength);
+    f("l2_shrinkage_regularization_strength", self.l2_shrinkage_regularization_strength);
+    f("beta", self.beta);
+  }
   /// @brief Its slots: the accumulator (from initial_accumulator_value) and the linear term.
   std::size_t slot_count() const { return 2; }
   double initial_slot_value(std::size_t k) const { return k == 0 ? initial_accumulator_value : 0.0; }

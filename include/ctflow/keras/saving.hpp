@@ -32,6 +32,13 @@ template <class T> std::vector<saved_layer> saved_layers(const std::vector<layer
     s.name = *l.name;
     s.input_shape = l.input_shape;
     s.is_model = l.is_model;
+    s.trainable = *l.trainable;
+    if (l.config) s.config = *l.config;
+    s.inbound_nodes = l.inbound_nodes;
+    s.input_layers = l.input_layers;
+    s.output_layers = l.output_layers;
+    s.dtype = l.dtype;
+    s.output_shape = l.output_shape;
     for (const auto& w : l.weights) s.weights.push_back({w.name, w.shape, static_cast<void*>(w.values.data()), sizeof(T) == 4 ? 'f' : 'd'});
     s.children = saved_layers(l.children);
     if (!l.is_model) {

@@ -143,6 +143,13 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// @brief Keras's model.summary(): its table of layers, output shapes and parameters, and totals.
   void summary(const summary_options& options = {}) { detail::summarize(name, layers(), trainable, {}, false, options); }
 
+  /// @brief For model.save: the model's input as a .keras archive's config names it.
+  void describe_inputs(detail::saved_model& m) const {
+    m.input_shape.assign(input_shape::extents.begin(), input_shape::extents.end());
+    m.input_dtype = dtype_name<input_value_type>();
+    m.input_name = input_spec_.name;
+  }
+
  private:
   template <std::size_t I, class V> output_view run_from(const V& x, bool training) {
     auto out = std::get<I>(layers_).forward(x, training, !trainable);

@@ -177,6 +177,14 @@ template <class T> class compiled_optimizer {
   virtual void finalize_variable_values(const variable_list<T>& vars) = 0;
   /// @brief Names its state for train::Checkpoint.
   virtual void track(train::detail::collector& c) = 0;
+  /// @brief Keras's serialized optimizer (config.json's compile_config.optimizer, JSON).
+  virtual std::string config() const = 0;
+  /// @brief Its variables as a .keras archive holds them (optimizer/vars/<i>): the update count,
+  /// a number learning rate, the slots in Keras's order, Nadam's product of momentum factors;
+  /// built for vars first. Views of its state, valid until keras_variables_read().
+  virtual std::vector<detail::saved_layer::weight> keras_variables(const variable_list<T>& vars) = 0;
+  /// @brief Takes the scalars of keras_variables() back after a load wrote them.
+  virtual void keras_variables_read() = 0;
 };
 
 namespace detail {
@@ -192,7 +200,36 @@ template <class T, class O> class optimizer_holder final : public compiled_optim
   void build(const variable_list<T>& vars) override { opt.build(vars); }
   void finalize_variable_values(const variable_list<T>& vars) override { opt.finalize_variable_values(vars); }
   void track(train::detail::collector& c) override { opt.track(c); }
+  std::string config() const override {
+    config_dict c;
+    opt.get_config(c);
+    return config_dict::object("keras.optimizers", O::class_name, c).json();
+  }
+  std::vector<saved_layer::weight> keras_variables(const variable_list<T>& vars) override {
+    constexpr char dtype = std::is_same_v<T, float> ? 'f' : 'd';
+    if (!opt.state_.built) opt.build(vars);
+    std::vector<saved_layer::weight> out;
+    out.push_back({"iteration", {}, &opt.state_.applies, 'l'});
+    if (!opt.learning_rate.is_schedule()) {
+      rate_ = T(opt.learning_rate(0));
+      out.push_back({"learning_rate", {}, &rate_, dtype});
+    }
+    for (auto& v : optimizers::detail::keras_order<T>(opt.state_)) out.push_back({v.path, v.shape, v.values.data(), dtype});
+    if constexpr (std::is_same_v<O, optimizers::Nadam>) {
+      u_product_ = T(opt.state_.u_product);
+      out.push_back({"u_product", {}, &u_product_, dtype});
+    }
+    return out;
+  }
+  void keras_variables_read() override {
+    // The file's rate is the variable's dtype's; the config's (already set) is exact when they agree.
+    if (!opt.learning_rate.is_schedule() && rate_ != T(opt.learning_rate(0))) opt.learning_rate = double(rate_);
+    if constexpr (std::is_same_v<O, optimizers::Nadam>) opt.state_.u_product = double(u_product_);
+  }
   O opt;
+
+ private:
+  T rate_{}, u_product_{};
 };
 
 /// Whether a loss or metric takes sparse labels (integers, the output's shape without its last axis).
@@ -204,7 +241,59 @@ template <> struct takes_sparse_labels<metrics::SparseTopKCategoricalAccuracy> :
 /// What compile keeps, for a model whose output is T of shape OutS.
 struct compiled_base {
   virtual ~compiled_base() = default;
+  /// compile's loss and metrics as Keras's compile_config holds them (JSON).
+  std::string loss_config, metrics_config = "null";
 };
+
+/// Keras's compile_config of a compiled model, its optimizer serialized as `optimizer`.
+inline std::string compile_config(const compiled_base& c, const std::string& optimizer) {
+  return R"({"optimizer": )" + optimizer + R"(, "loss": )" + c.loss_config + R"(, "loss_weights": null, "metrics": )" + c.metrics_config +
+         R"(, "weighted_metrics": null, "run_eagerly": false, "steps_per_execution": 1, "jit_compile": false})";
+}
+
+/// Calls f(key, field) for each of loss l's Keras config fields (its name, then those of its
+/// class: from_logits, label_smoothing, ...).
+template <class L, class F> void each_loss_field(L& l, F&& f) {
+  f("name", l.name);
+  if constexpr (requires { l.from_logits; }) f("from_logits", l.from_logits);
+  if constexpr (requires { l.label_smoothing; }) f("label_smoothing", l.label_smoothing);
+  if constexpr (requires { l.delta; }) f("delta", l.delta);
+  if constexpr (requires { l.apply_class_balancing; }) f("apply_class_balancing", l.apply_class_balancing);
+  if constexpr (requires { l.alpha; }) f("alpha", l.alpha);
+  if constexpr (requires { l.gamma; }) f("gamma", l.gamma);
+  if constexpr (requires { l.ignore_class; }) f("ignore_class", l.ignore_class);
+}
+inline const char* reduction_name(losses::Reduction r) {
+  return r == losses::Reduction::sum ? "sum" : r == losses::Reduction::none ? "none" : "sum_over_batch_size";
+}
+/// Loss l serialized as Keras serializes it (a user's loss class: registered as "Custom>Class").
+template <class L> std::string loss_config(const L& l) {
+  if constexpr (!requires { L::class_name; }) return "null";  // a function: Keras cannot rebuild it
+  else {
+  config_dict c;
+  each_loss_field(l, [&](const char* key, const auto& v) {
+    c.set(key, v);
+    if (std::string_view(key) == "name") c.set("reduction", reduction_name(L::reduction));
+  });
+  return config_dict::object("keras.losses", L::class_name, c).json();
+  }
+}
+/// Loss L from Keras's serialized loss (its class and reduction checked).
+template <class L> L loss_from_config(const std::string& json, const std::string& what) {
+  const config_values object(json, what);
+  std::string cls;
+  object.get("class_name", cls);
+  if (cls != L::class_name) throw value_error("ctflow::keras::load_model: " + what + " is a " + cls + ", the model is loaded with a " + L::class_name);
+  const auto* inner = object.text("config");
+  const config_values fields(inner ? *inner : "{}", what + "." + cls);
+  std::string reduction = reduction_name(L::reduction);
+  fields.get("reduction", reduction);
+  if (reduction != reduction_name(L::reduction))
+    throw value_error("ctflow::keras::load_model: " + what + " reduces by " + reduction + ", the model's " + L::class_name + " by " + reduction_name(L::reduction));
+  L loss{};
+  each_loss_field(loss, [&](const char* key, auto& v) { fields.get(key, v); });
+  return loss;
+}
 template <class T, class OutS> struct compiled final : compiled_base {
   using output_view = TensorView<const T, OutS>;
   using sample_shape = losses::detail::per_sample_shape_t<OutS>;
@@ -241,6 +330,41 @@ template <class T, class OutS> struct compiled final : compiled_base {
     return logs;
   }
 };
+
+}  // namespace detail
+
+/// @brief One batch as a custom train_step or test_step sees it (Keras's `data`): the model's
+/// input, the labels (of the output's shape, or integer labels when the loss is sparse) and the
+/// sample weights, each null when the batch has none.
+template <class Model> struct batch_data {
+  /// @brief The compiled model's types of labels and weights.
+  using compiled_type = detail::compiled<std::remove_const_t<value_t<typename Model::output_type>>, shape_t<typename Model::output_type>>;
+  typename Model::input_type x;
+  const typename compiled_type::dense_view* y = nullptr;
+  const typename compiled_type::sparse_view* sparse_y = nullptr;
+  const typename compiled_type::weight_view* sample_weight = nullptr;
+};
+
+/// @brief Keras's overridden Model.train_step and test_step: fit (and train_on_batch) calls
+/// train_step for each batch instead of compile's step, evaluate and validation call test_step;
+/// each returns the logs the progress bar and the callbacks show. reset_metrics resets the
+/// steps' own metrics where fit and evaluate reset compile's (each epoch, each evaluation), as
+/// Keras resets the metrics a model lists.
+///
+///     model.steps.train_step = [&](Net& m, const keras::batch_data<Net>& data) -> keras::callbacks::Logs {
+///       const auto logits = m(data.x, true);
+///       const auto [loss, dlogits] = loss_fn.value_and_gradient(*data.sparse_y, logits);
+///       m.backward(dlogits);
+///       m.optimizer().apply_gradients(m.gradients(), m.trainable_variables());
+///       tracker.update_state(loss);
+///       return {{"loss", tracker.result()}};
+///     };
+template <class Model> struct custom_steps {
+  std::function<callbacks::Logs(Model&, const batch_data<Model>&)> train_step{}, test_step{};
+  std::function<void()> reset_metrics{};
+};
+
+namespace detail {
 
 /// A metric entry for metric m (labels of the loss's kind).
 template <class C, bool Sparse, class M> typename C::metric_entry metric_entry_of(M m, std::string name) {
@@ -294,6 +418,14 @@ std::unique_ptr<compiled<T, OutS>> make_compiled(O optimizer, L loss, const std:
   c->sparse = sparse;
   c->loss_name = loss.name;
   c->optimizer = std::make_unique<optimizer_holder<T, O>>(std::move(optimizer));
+  c->loss_config = loss_config(loss);
+  if (!metric_names.empty() || sizeof...(M) > 0) {
+    // Metric objects by their names, which Keras resolves to its classes with their defaults.
+    std::string list;
+    for (const auto& id : metric_names) list += (list.empty() ? "" : ", ") + config_dict::quote(id);
+    ((list += (list.empty() ? "" : ", ") + config_dict::quote(metric_objects.name)), ...);
+    c->metrics_config = "[" + list + "]";
+  }
   auto held = std::make_shared<L>(std::move(loss));
   auto fn = [held](const auto& y, const typename C::output_view& p, const typename C::weight_view* w, Tensor<T, OutS>* dy) -> T {
     if (dy) {
@@ -486,6 +618,7 @@ template <class Model, class C> class model_handle final : public callbacks::Mod
   std::any get_weights() override { return m_.get_weights(); }
   void set_weights(const std::any& w) override { m_.set_weights(std::any_cast<const std::vector<weight_value<T>>&>(w)); }
   void save_weights(const std::string& path) override { m_.save_weights(path); }
+  void save(const std::string& path) override { m_.save(path); }
   double learning_rate() const override { return optimizer().learning_rate(); }
   void set_learning_rate(double rate) override { optimizer().set_learning_rate(rate); }
   std::int64_t iterations() const override { return optimizer().iterations(); }
@@ -579,6 +712,25 @@ template <class Model, class C> void test_step(Model& model, C& c, const typenam
   const auto loss = y.sparse ? c.loss.sparse(*y.sparse, out, y.weight, nullptr) : c.loss.dense(*y.dense, out, y.weight, nullptr);
   c.loss_tracker.update_state(double(loss) + model.regularization_loss(), double(x.dims()[0]));
   for (auto& m : c.metrics) y.sparse ? m.update.sparse(*y.sparse, out, y.weight, nullptr) : m.update.dense(*y.dense, out, y.weight, nullptr);
+}
+
+/// A batch's training step: the model's custom train_step, or compile's; the logs after it.
+template <class Model, class C>
+callbacks::Logs fit_step(Model& model, C& c, const typename Model::input_type& x, const batch_labels<C>& y, Tensor<value_t<typename C::output_view>, shape_t<typename C::output_view>>& dy) {
+  if (model.steps.train_step) return model.steps.train_step(model, batch_data<Model>{x, y.dense, y.sparse, y.weight});
+  train_step(model, c, x, y, dy);
+  return c.results();
+}
+/// A batch's evaluation step, the same way.
+template <class Model, class C> callbacks::Logs evaluation_step(Model& model, C& c, const typename Model::input_type& x, const batch_labels<C>& y) {
+  if (model.steps.test_step) return model.steps.test_step(model, batch_data<Model>{x, y.dense, y.sparse, y.weight});
+  test_step(model, c, x, y);
+  return c.results();
+}
+/// Resets compile's metrics and the custom steps' own.
+template <class Model, class C> void reset_metrics(Model& model, C& c) {
+  c.reset_metrics();
+  if (model.steps.reset_metrics) model.steps.reset_metrics();
 }
 
 /// buffer (flat, grown when short) = the elements of e, converted to its dtype.
@@ -677,17 +829,16 @@ template <class C, class Model> C& compiled_of(Model& model, compiled_base* c, c
 /// Evaluates model on batches (for_each_batch(f) calls f(step, x, labels) for each), with the
 /// test hooks of cbs; returns the loss and metrics.
 template <class Model, class C, class ForEach> callbacks::Logs run_test(Model& model, C& c, callback_list& cbs, ForEach&& for_each_batch) {
-  c.reset_metrics();
+  reset_metrics(model, c);
   callbacks::Logs logs;
   cbs.each([&](callbacks::Callback& cb) { cb.on_test_begin({}); });
   for_each_batch([&](std::int64_t step, const typename Model::input_type& x, const batch_labels<C>& y) {
     cbs.each([&](callbacks::Callback& cb) { cb.on_test_batch_begin(step, {}); });
-    test_step(model, c, x, y);
-    logs = c.results();
+    logs = evaluation_step(model, c, x, y);
     cbs.each([&](callbacks::Callback& cb) { cb.on_test_batch_end(step, logs); });
     return true;
   });
-  logs = c.results();
+  if (!model.steps.test_step) logs = c.results();
   cbs.each([&](callbacks::Callback& cb) { cb.on_test_end(logs); });
   return logs;
 }
@@ -711,17 +862,18 @@ callbacks::History run_fit(Model& model, C& c, const fit_options& o, std::option
     first_step = handle.resume_step;
   }
   for (; epoch < o.epochs && !handle.stop_training; ++epoch) {
-    c.reset_metrics();
+    reset_metrics(model, c);
     cbs.each([&](callbacks::Callback& cb) { cb.on_epoch_begin(epoch, {}); });
+    callbacks::Logs epoch_logs;
     for_each_batch(epoch, first_step, [&](std::int64_t step, const typename Model::input_type& x, const batch_labels<C>& y) {
       cbs.each([&](callbacks::Callback& cb) { cb.on_train_batch_begin(step, {}); });
-      train_step(model, c, x, y, dy);
-      logs = c.results();
+      logs = fit_step(model, c, x, y, dy);
+      epoch_logs = logs;
       cbs.each([&](callbacks::Callback& cb) { cb.on_train_batch_end(step, logs); });
       return !handle.stop_training;
     });
     first_step = 0;
-    callbacks::Logs epoch_logs = c.results();
+    if (!model.steps.train_step) epoch_logs = c.results();
     if ((epoch + 1) % o.validation_freq == 0)
       if (auto v = validate(cbs))
         for (const auto& [k, value] : *v) epoch_logs["val_" + k] = value;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <ctflow/detail/linkage.hpp>
@@ -30,7 +32,7 @@ struct saved_layer {
     std::string name;
     std::vector<std::size_t> shape;
     void* data = nullptr;
-    char dtype = 'f';  // 'f' float32, 'd' float64
+    char dtype = 'f';  // 'f' float32, 'd' float64, 'l' int64 (an optimizer's iteration count)
     std::size_t count() const {
       std::size_t n = 1;
       for (auto e : shape) n *= e;
@@ -42,7 +44,41 @@ struct saved_layer {
   std::vector<weight> weights;
   std::vector<saved_layer> children;
   bool is_model = false;  // children are a model's layers (layers/<key>/...)
+  // For a .keras archive's config.json: the layer's trainable flag, its get_config (JSON object;
+  // empty: none), an InputLayer's output shape and dtype, in a functional model the inputs of its
+  // calls (inbound_nodes), a nested functional model's input_layers and output_layers (JSON).
+  bool trainable = true;
+  std::string config, inbound_nodes, input_layers, output_layers, dtype;
+  std::vector<std::size_t> output_shape;
 };
+
+/// A model as a .keras archive holds it beside its layers: its class ("Sequential" or
+/// "Functional"), name, flag and dtype policy, a Sequential's input (batch shape, dtype, name), a
+/// functional model's input_layers and output_layers (JSON), and when compiled its compile_config
+/// (JSON) and its optimizer's name and variables (optimizer/vars/<i>, in Keras's order).
+struct saved_model {
+  std::string class_name, name;
+  bool trainable = true;
+  std::string dtype = "float32";
+  std::vector<std::size_t> input_shape;
+  std::string input_dtype = "float32", input_name;
+  std::string input_layers, output_layers;
+  std::string compile_config, optimizer_name;
+  std::vector<saved_layer::weight> optimizer_variables;
+};
+
+/// The config.json Keras 3 writes for the model (dyn extents as null).
+CTFLOW_DECL std::string model_config_json(const saved_model& model, const std::vector<saved_layer>& layers);
+/// Writes a .keras archive (metadata.json, config.json, model.weights.h5 with the optimizer's
+/// variables), atomically.
+CTFLOW_DECL void save_model_archive(const std::string& path, const saved_model& model, const std::vector<saved_layer>& layers);
+/// The compile_config of the .keras archive at path (JSON; empty when it holds none).
+CTFLOW_DECL std::string archive_compile_config(const std::string& path);
+/// Loads a .keras archive into the layers (its config checked against them first) and, when
+/// optimizer_variables is not null, into those (optimizer/vars/<i>, their count and shapes
+/// checked): all of them or nothing.
+CTFLOW_DECL void load_model_archive(const std::string& path, const std::vector<saved_layer>& layers, const std::vector<saved_layer::weight>* optimizer_variables,
+                                    const load_options& options);
 
 /// The keys of Keras 3's weight files for these layers (naming.hpp's layer_keys).
 inline std::vector<std::string> layer_keys(const std::vector<saved_layer>& layers) {
@@ -64,6 +100,10 @@ CTFLOW_DECL void load_weights_bytes(std::span<const std::uint8_t> bytes, const s
 CTFLOW_DECL void save_weights_safetensors(const std::string& path, const std::vector<saved_layer>& layers);
 /// Reads weights from a safetensors file written by save_weights_safetensors.
 CTFLOW_DECL void load_weights_safetensors(const std::string& path, const std::vector<saved_layer>& layers, const load_options& options);
+
+/// The members of the JSON object `json` as (key, the value's JSON text); anything else is an
+/// io_error naming `what`.
+CTFLOW_DECL std::vector<std::pair<std::string, std::string>> json_members(std::string_view json, const std::string& what);
 
 /// Reads a PyTorch state_dict saved as safetensors into the layers, modules[i] naming the PyTorch
 /// module of the i-th layer with weights.

@@ -34,7 +34,7 @@ class staged_values {
  public:
   /// Memory for weight w's new values (its dtype, its count).
   void* stage(const saved_layer::weight& w) {
-    const std::size_t bytes = w.count() * (w.dtype == 'f' ? sizeof(float) : sizeof(double));
+    const std::size_t bytes = w.count() * (w.dtype == 'f' ? sizeof(float) : 8);
     entries_.push_back({&w, std::make_unique<std::byte[]>(bytes), bytes});
     return entries_.back().bytes.get();
   }
@@ -76,6 +76,7 @@ inline void read_planned(const io::hdf5::File& f, const std::vector<planned_read
       files_fail(f.name(), "layer " + p.layer + ", weight " + p.into->name + ": '" + p.dataset + "' holds " + info.type.name() + " values, not numbers");
     void* dst = staged.stage(*p.into);
     if (p.into->dtype == 'f') f.read(p.dataset, static_cast<float*>(dst));
+    else if (p.into->dtype == 'l') f.read(p.dataset, static_cast<std::int64_t*>(dst));
     else f.read(p.dataset, static_cast<double*>(dst));
   }
   staged.commit();
@@ -239,8 +240,21 @@ inline void check_config(const std::string& name, const std::vector<std::uint8_t
   }
 }
 
+inline std::pair<const ctflow::detail::zip_archive::member*, const ctflow::detail::zip_archive::member*> archive_members(const ctflow::detail::zip_archive& zip,
+                                                                                                                          const std::string& name);
+
 inline void load_archive(std::span<const std::uint8_t> bytes, const std::string& name, const std::vector<saved_layer>& layers, const load_options& options) {
   const ctflow::detail::zip_archive zip(bytes, name, files_what);
+  const auto [config, weights] = archive_members(zip, name);
+  check_config(name, zip.read(*config), layers);
+  const std::vector<std::uint8_t> h5 = zip.read(*weights);
+  load_h5(io::hdf5::File(h5, name + "/model.weights.h5"), layers, options);
+}
+
+/// The archive's members config.json and model.weights.h5 (an io_error naming what it holds
+/// instead when either is missing).
+inline std::pair<const ctflow::detail::zip_archive::member*, const ctflow::detail::zip_archive::member*> archive_members(const ctflow::detail::zip_archive& zip,
+                                                                                                                          const std::string& name) {
   const auto* config = zip.find("config.json");
   const auto* weights = zip.find("model.weights.h5");
   if (!config || !weights) {
@@ -248,9 +262,160 @@ inline void load_archive(std::span<const std::uint8_t> bytes, const std::string&
     for (const auto& m : zip.members()) members += (members.empty() ? "" : ", ") + m.name;
     files_fail(name, "a .keras archive holds config.json and model.weights.h5; this one holds " + (members.empty() ? std::string("nothing") : members));
   }
-  check_config(name, zip.read(*config), layers);
+  return {config, weights};
+}
+
+CTFLOW_DECL std::vector<std::pair<std::string, std::string>> json_members(std::string_view json, const std::string& what) {
+  std::vector<std::pair<std::string, std::string>> out;
+  try {
+    const auto j = nlohmann::ordered_json::parse(json.begin(), json.end());
+    if (j.is_object())
+      for (const auto& [k, v] : j.items()) out.emplace_back(k, v.dump());
+    else if (j.is_array())
+      for (std::size_t i = 0; i < j.size(); ++i) out.emplace_back(std::to_string(i), j[i].dump());
+    else throw io_error(std::string(files_what) + ": " + what + ": not a JSON object or list: " + std::string(json.substr(0, 64)));
+  } catch (const nlohmann::json::exception& e) {
+    throw io_error(std::string(files_what) + ": " + what + ": not JSON: " + e.what());
+  }
+  return out;
+}
+
+CTFLOW_DECL std::string archive_compile_config(const std::string& path) {
+  const ctflow::detail::mapped_file m(path, files_what);
+  const ctflow::detail::zip_archive zip(m.bytes(), path, files_what);
+  const auto text = zip.read(*archive_members(zip, path).first);
+  try {
+    const auto config = nlohmann::ordered_json::parse(text.begin(), text.end());
+    if (!config.is_object() || !config.contains("compile_config") || config["compile_config"].is_null()) return {};
+    if (!config["compile_config"].is_object()) files_fail(path, "config.json's compile_config is not an object");
+    return config["compile_config"].dump();
+  } catch (const nlohmann::json::exception& e) {
+    files_fail(path, std::string("config.json is not JSON: ") + e.what());
+  }
+}
+
+CTFLOW_DECL void load_model_archive(const std::string& path, const std::vector<saved_layer>& layers, const std::vector<saved_layer::weight>* optimizer_variables,
+                                    const load_options& options) {
+  const ctflow::detail::mapped_file m(path, files_what);
+  const ctflow::detail::zip_archive zip(m.bytes(), path, files_what);
+  const auto [config, weights] = archive_members(zip, path);
+  check_config(path, zip.read(*config), layers);
   const std::vector<std::uint8_t> h5 = zip.read(*weights);
-  load_h5(io::hdf5::File(h5, name + "/model.weights.h5"), layers, options);
+  const io::hdf5::File f(h5, path + "/model.weights.h5");
+  std::vector<planned_read> plan;
+  plan_layers(f, "", layers, options, plan);
+  if (optimizer_variables) {
+    std::size_t in_file = 0;
+    while (f.is_dataset("optimizer/vars/" + std::to_string(in_file))) ++in_file;
+    if (in_file != optimizer_variables->size())
+      files_fail(path, "the archive's optimizer has " + std::to_string(in_file) + " variables, the model's " + std::to_string(optimizer_variables->size()) +
+                           " (another optimizer, or other options)");
+    for (std::size_t i = 0; i < in_file; ++i) plan.push_back({"optimizer/vars/" + std::to_string(i), &(*optimizer_variables)[i], "optimizer"});
+  }
+  read_planned(f, plan, options);
+}
+
+// ---- config.json as Keras 3 writes it ----------------------------------------------------------
+
+/// Keras's own layer classes (any other is a user's, registered as "Custom>Class").
+inline bool keras_layer_class(std::string_view c) {
+  static constexpr std::string_view known[] = {"Activation", "ReLU", "LeakyReLU", "Softmax", "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum",
+                                               "AveragePooling2D", "MaxPooling2D", "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
+                                               "Dense", "DepthwiseConv2D", "SeparableConv2D", "Dropout", "Embedding", "Flatten", "GlobalAveragePooling2D",
+                                               "GlobalMaxPooling2D", "GRU", "LSTM", "LayerNormalization", "Rescaling", "Reshape", "Permute", "UpSampling2D",
+                                               "ZeroPadding2D", "InputLayer"};
+  return std::find(std::begin(known), std::end(known), c) != std::end(known);
+}
+
+inline nlohmann::ordered_json shape_json(const std::vector<std::size_t>& shape) {
+  auto j = nlohmann::ordered_json::array();
+  for (const auto e : shape) j.push_back(e == dyn ? nlohmann::ordered_json() : nlohmann::ordered_json(e));
+  return j;
+}
+
+inline nlohmann::ordered_json dtype_policy(const std::string& dtype) {
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", dtype}}}, {"registered_name", nullptr}};
+}
+
+inline nlohmann::ordered_json input_layer_json(const std::string& name, const std::vector<std::size_t>& batch_shape, const std::string& dtype) {
+  return {{"module", "keras.layers"},
+          {"class_name", "InputLayer"},
+          {"config", {{"batch_shape", shape_json(batch_shape)}, {"dtype", dtype}, {"sparse", false}, {"ragged", false}, {"name", name}, {"optional", false}}},
+          {"registered_name", nullptr}};
+}
+
+inline nlohmann::ordered_json model_json(const saved_model& m, const std::vector<saved_layer>& layers);
+
+/// A layer's entry in its model's "layers" (functional: with its name and inbound_nodes).
+inline nlohmann::ordered_json layer_json(const saved_layer& l, const std::string& dtype, bool functional) {
+  nlohmann::ordered_json j;
+  if (l.class_name == "InputLayer") j = input_layer_json(l.name, l.output_shape, l.dtype.empty() ? dtype : l.dtype);
+  else if (l.is_model) {
+    saved_model inner;
+    inner.class_name = l.class_name;
+    inner.name = l.name;
+    inner.trainable = l.trainable;
+    inner.dtype = dtype;
+    inner.input_layers = l.input_layers;
+    inner.output_layers = l.output_layers;
+    if (l.class_name == "Sequential") {
+      inner.input_shape = l.input_shape;
+      inner.input_dtype = dtype;
+      inner.input_name = l.name + "_input";
+    }
+    j = model_json(inner, l.children);
+  } else {
+    nlohmann::ordered_json c = {{"name", l.name}, {"trainable", l.trainable}, {"dtype", dtype_policy(dtype)}};
+    if (!l.config.empty()) {
+      const auto own = nlohmann::ordered_json::parse(l.config);
+      for (const auto& [k, v] : own.items()) c[k] = v;
+    }
+    const bool builtin = keras_layer_class(l.class_name);
+    j = {{"module", builtin ? nlohmann::ordered_json("keras.layers") : nlohmann::ordered_json()},
+         {"class_name", l.class_name},
+         {"config", c},
+         {"registered_name", builtin ? nlohmann::ordered_json() : nlohmann::ordered_json("Custom>" + l.class_name)}};
+    if (!l.input_shape.empty()) j["build_config"] = {{"input_shape", shape_json(l.input_shape)}};
+  }
+  if (functional) {
+    j["name"] = l.name;
+    j["inbound_nodes"] = l.inbound_nodes.empty() ? nlohmann::ordered_json::array() : nlohmann::ordered_json::parse(l.inbound_nodes);
+    // A merge layer is built for the list of its inputs' shapes (those of its first call).
+    const auto& calls = j["inbound_nodes"];
+    if (!calls.empty() && calls[0]["args"][0].is_array()) {
+      auto shapes = nlohmann::ordered_json::array();
+      for (const auto& t : calls[0]["args"][0]) shapes.push_back(t["config"]["shape"]);
+      j["build_config"] = {{"input_shape", shapes}};
+    }
+  }
+  return j;
+}
+
+inline nlohmann::ordered_json model_json(const saved_model& m, const std::vector<saved_layer>& layers) {
+  const bool functional = m.class_name == "Functional";
+  nlohmann::ordered_json config = {{"name", m.name}, {"trainable", m.trainable}};
+  if (!functional) config["dtype"] = dtype_policy(m.dtype);
+  auto list = nlohmann::ordered_json::array();
+  if (!functional) list.push_back(input_layer_json(m.input_name, m.input_shape, m.input_dtype));
+  for (const auto& l : layers) list.push_back(layer_json(l, m.dtype, functional));
+  config["layers"] = list;
+  nlohmann::ordered_json j;
+  if (functional) {
+    config["input_layers"] = nlohmann::ordered_json::parse(m.input_layers);
+    config["output_layers"] = nlohmann::ordered_json::parse(m.output_layers);
+    j = {{"module", "keras.src.models.functional"}, {"class_name", "Functional"}, {"config", config}, {"registered_name", "Functional"},
+         {"build_config", {{"input_shape", nullptr}}}};
+  } else {
+    config["build_input_shape"] = shape_json(m.input_shape);
+    j = {{"module", "keras"}, {"class_name", "Sequential"}, {"config", config}, {"registered_name", nullptr}, {"build_config", {{"input_shape", shape_json(m.input_shape)}}}};
+  }
+  return j;
+}
+
+CTFLOW_DECL std::string model_config_json(const saved_model& model, const std::vector<saved_layer>& layers) {
+  auto j = model_json(model, layers);
+  if (!model.compile_config.empty()) j["compile_config"] = nlohmann::ordered_json::parse(model.compile_config);
+  return j.dump();
 }
 
 CTFLOW_DECL void load_weights_bytes(std::span<const std::uint8_t> bytes, const std::string& name, const std::vector<saved_layer>& layers,

@@ -7,9 +7,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
+#include <algorithm>
+#include <ctime>
+#include <span>
 #include <utility>
 
 #include <ctflow/core/errors.hpp>
+#include <ctflow/detail/file.hpp>
 #include <ctflow/keras/detail/weight_files.hpp>
 
 namespace ctflow::keras::detail {
@@ -73,11 +79,11 @@ class file {
   }
   void write_dataset(const std::string& path, const saved_layer::weight& w) const {
     std::vector<hsize_t> dims(w.shape.begin(), w.shape.end());
-    handle space(H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
-    const hid_t type = w.dtype == 'f' ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+    handle space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(int(dims.size()), dims.data(), nullptr), H5Sclose);
+    const hid_t type = w.dtype == 'f' ? H5T_IEEE_F32LE : w.dtype == 'l' ? H5T_STD_I64LE : H5T_IEEE_F64LE;
+    const hid_t memory = w.dtype == 'f' ? H5T_NATIVE_FLOAT : w.dtype == 'l' ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
     handle d(H5Dcreate2(f_.get(), path.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
-    if (!d || H5Dwrite(d.get(), w.dtype == 'f' ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, w.data) < 0)
-      fail(name_, "cannot write '" + path + "'");
+    if (!d || H5Dwrite(d.get(), memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, w.data) < 0) fail(name_, "cannot write '" + path + "'");
   }
 
  private:
@@ -108,15 +114,26 @@ inline void write_layer(const h5::file& f, const std::string& at, const saved_la
     for (const auto& child : l.children) write_layer(f, at + "/" + child.key, child);
 }
 
+/// Writes Keras 3's weight file of a model (its layers, its optimizer's variables when it has a
+/// name) to path.
+inline void write_weights_file(const std::string& path, const std::string& model_name, const std::vector<saved_layer>& layers,
+                               const std::string& optimizer_name = {}, const std::vector<saved_layer::weight>& optimizer_variables = {}) {
+  const auto f = h5::file::create(path);
+  write_layers(f, "", layers);
+  if (!optimizer_name.empty()) {
+    f.group("optimizer");
+    const auto vars = f.group("optimizer/vars");
+    f.string_attribute(vars.get(), "name", optimizer_name);
+    for (std::size_t i = 0; i < optimizer_variables.size(); ++i) f.write_dataset("optimizer/vars/" + std::to_string(i), optimizer_variables[i]);
+  }
+  const auto vars = f.group("vars");
+  f.string_attribute(vars.get(), "name", model_name);
+}
+
 CTFLOW_DECL void save_weights_h5(const std::string& path, const std::string& model_name, const std::vector<saved_layer>& layers) {
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   try {
-    {
-      const auto f = h5::file::create(tmp);
-      write_layers(f, "", layers);
-      const auto vars = f.group("vars");
-      f.string_attribute(vars.get(), "name", model_name);
-    }
+    write_weights_file(tmp, model_name, layers);
     // Durable, then in place: a reader sees the old file or the whole new one.
     const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0 || ::fsync(fd) != 0) {
@@ -129,6 +146,90 @@ CTFLOW_DECL void save_weights_h5(const std::string& path, const std::string& mod
     ::unlink(tmp.c_str());
     throw;
   }
+}
+
+/// A zip archive of stored members, built in memory (what Python's zipfile reads).
+class zip_writer {
+ public:
+  explicit zip_writer(std::string name) : name_(std::move(name)) {
+    const std::time_t now = std::time(nullptr);
+    std::tm t{};
+    ::localtime_r(&now, &t);
+    time_ = std::uint16_t(t.tm_hour << 11 | t.tm_min << 5 | t.tm_sec / 2);
+    date_ = std::uint16_t((std::max(t.tm_year, 80) - 80) << 9 | (t.tm_mon + 1) << 5 | t.tm_mday);
+  }
+  void add(const std::string& member, std::span<const std::uint8_t> data) {
+    if (data.size() >= 0xFFFFFFFFu || bytes_.size() >= 0xFFFFFFFFu - data.size() - 1024)
+      h5::fail(name_, "a .keras archive over 4 GiB needs ZIP64, which this writer does not write");
+    const auto crc = std::uint32_t(::crc32(::crc32(0, nullptr, 0), data.data(), uInt(data.size())));
+    entry e{member, crc, std::uint32_t(data.size()), std::uint32_t(bytes_.size())};
+    header(0x04034b50, e, false);
+    bytes_.insert(bytes_.end(), member.begin(), member.end());
+    bytes_.insert(bytes_.end(), data.begin(), data.end());
+    entries_.push_back(std::move(e));
+  }
+  /// The archive: its members, then the central directory and its end record.
+  std::vector<std::uint8_t> finish() {
+    const auto directory = std::uint32_t(bytes_.size());
+    for (const auto& e : entries_) {
+      header(0x02014b50, e, true);
+      bytes_.insert(bytes_.end(), e.name.begin(), e.name.end());
+    }
+    const auto size = std::uint32_t(bytes_.size() - directory);
+    u32(0x06054b50), u16(0), u16(0), u16(std::uint16_t(entries_.size())), u16(std::uint16_t(entries_.size())), u32(size), u32(directory), u16(0);
+    return std::move(bytes_);
+  }
+
+ private:
+  struct entry {
+    std::string name;
+    std::uint32_t crc, size, offset;
+  };
+  void u16(std::uint16_t v) { bytes_.insert(bytes_.end(), {std::uint8_t(v), std::uint8_t(v >> 8)}); }
+  void u32(std::uint32_t v) { bytes_.insert(bytes_.end(), {std::uint8_t(v), std::uint8_t(v >> 8), std::uint8_t(v >> 16), std::uint8_t(v >> 24)}); }
+  /// A local header (central: false) or a central directory entry, up to the name.
+  void header(std::uint32_t signature, const entry& e, bool central) {
+    u32(signature);
+    if (central) u16(20);                                 // made by
+    u16(20), u16(0), u16(0), u16(time_), u16(date_);      // needed, flags, stored, time, date
+    u32(e.crc), u32(e.size), u32(e.size), u16(std::uint16_t(e.name.size())), u16(0);
+    if (central) u16(0), u16(0), u16(0), u32(0), u32(e.offset);  // comment, disk, attributes, offset
+  }
+  std::string name_;
+  std::uint16_t time_ = 0, date_ = 0;
+  std::vector<std::uint8_t> bytes_;
+  std::vector<entry> entries_;
+};
+
+CTFLOW_DECL void save_model_archive(const std::string& path, const saved_model& model, const std::vector<saved_layer>& layers) {
+  // The weights go through a temporary HDF5 file beside the archive (libhdf5 writes files).
+  const std::string tmp = path + ".weights.tmp" + std::to_string(::getpid());
+  std::vector<std::uint8_t> h5_bytes;
+  try {
+    write_weights_file(tmp, model.name, layers, model.optimizer_name, model.optimizer_variables);
+    const ctflow::detail::mapped_file m(tmp, h5::what);
+    h5_bytes.assign(m.bytes().begin(), m.bytes().end());
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::unlink(tmp.c_str());
+  const std::time_t now = std::time(nullptr);
+  std::tm t{};
+  ::localtime_r(&now, &t);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d@%H:%M:%S", &t);
+  // The Keras version whose format this is (Keras compares it with its own only to warn).
+  const std::string metadata = std::string(R"({"keras_version": "3.15.1", "date_saved": ")") + date + "\"}";
+  const std::string config = model_config_json(model, layers);
+  zip_writer zip(path);
+  zip.add("metadata.json", std::span(reinterpret_cast<const std::uint8_t*>(metadata.data()), metadata.size()));
+  zip.add("config.json", std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size()));
+  zip.add("model.weights.h5", h5_bytes);
+  const auto bytes = zip.finish();
+  ctflow::detail::atomic_output out(path, ctflow::detail::compression::none, h5::what);
+  out.write(bytes.data(), bytes.size());
+  out.commit();
 }
 
 }  // namespace ctflow::keras::detail

@@ -5,6 +5,7 @@
 ///     layers::Activation<activations::tanh>
 ///     layers::ReLU{.max_value = 6}      layers::LeakyReLU{.negative_slope = 0.1}      layers::Softmax<>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -39,6 +40,8 @@ inline constexpr char softmax_name[] = "Softmax";
 template <auto A> struct Activation {
   static_assert(detail::activation_object<std::remove_cvref_t<decltype(A)>>, "ctflow::keras::Activation: give one of keras::activations");
   CTFLOW_KERAS_LAYER_SPEC("Activation");
+  /// @brief Keras's get_config: activation.
+  void get_config(config_dict& c) const { c.set("activation", detail::keras_activation_name(A)); }
   struct apply {
     explicit apply(const Activation&) {}
     template <class X> auto operator()(const X& x) const { return A(x); }
@@ -53,6 +56,12 @@ struct ReLU {
   double negative_slope = 0.0;
   double threshold = 0.0;
   CTFLOW_KERAS_LAYER_SPEC("ReLU");
+  /// @brief Keras's get_config: max_value (null when infinite), negative_slope and threshold.
+  void get_config(config_dict& c) const {
+    if (std::isinf(max_value) && max_value > 0) c.set("max_value", nullptr);
+    else c.set("max_value", max_value);
+    c.set("negative_slope", negative_slope).set("threshold", threshold);
+  }
   struct apply {
     double max_value, negative_slope, threshold;
     explicit apply(const ReLU& c) : max_value(c.max_value), negative_slope(c.negative_slope), threshold(c.threshold) {}
@@ -68,6 +77,8 @@ struct ReLU {
 struct LeakyReLU {
   double negative_slope = 0.3;
   CTFLOW_KERAS_LAYER_SPEC("LeakyReLU");
+  /// @brief Keras's get_config: negative_slope.
+  void get_config(config_dict& c) const { c.set("negative_slope", negative_slope); }
   struct apply {
     double negative_slope;
     explicit apply(const LeakyReLU& c) : negative_slope(c.negative_slope) {}
@@ -79,6 +90,8 @@ struct LeakyReLU {
 /// @brief keras.layers.Softmax(axis=-1).
 template <int Axis = -1> struct Softmax {
   CTFLOW_KERAS_LAYER_SPEC("Softmax");
+  /// @brief Keras's get_config: axis.
+  void get_config(config_dict& c) const { c.set("axis", Axis); }
   struct apply {
     explicit apply(const Softmax&) {}
     template <class X> auto operator()(const X& x) const { return nn::softmax<Axis>(x); }

@@ -19,6 +19,8 @@ struct add_inputs {
 /// @brief keras.layers.Add().
 struct Add {
   CTFLOW_KERAS_LAYER_SPEC("Add");
+  /// @brief Keras's get_config: no arguments of its own.
+  void get_config(config_dict&) const {}
   /// @brief Its inputs broadcast together (the functional API checks them, naming their layers).
   static constexpr bool broadcasts_inputs = true;
   template <class T, ShapeType... In> using built = typename detail::elementwise_merge<detail::add_name, detail::add_inputs>::template built<T, In...>;

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/ops/nn/normalization.hpp>
 
@@ -27,6 +28,16 @@ struct BatchNormalization {
   initializers::Initializer moving_mean_initializer = initializers::Zeros();
   initializers::Initializer moving_variance_initializer = initializers::Ones();
   regularizers::Regularizer gamma_regularizer{}, beta_regularizer{};
+
+  /// @brief Keras's get_config: axis (the last), momentum, epsilon, center and scale (true), the
+  /// initializers, regularizers and constraints, and no synchronized or renormalized batches.
+  void get_config(config_dict& c) const {
+    c.set("axis", -1).set("momentum", momentum).set("epsilon", epsilon).set("center", true).set("scale", true);
+    c.set("beta_initializer", beta_initializer).set("gamma_initializer", gamma_initializer);
+    c.set("moving_mean_initializer", moving_mean_initializer).set("moving_variance_initializer", moving_variance_initializer);
+    c.set("beta_regularizer", beta_regularizer).set("gamma_regularizer", gamma_regularizer).set("beta_constraint", nullptr).set("gamma_constraint", nullptr);
+    c.set("synchronized", false).set("renorm", false).set("renorm_clipping", nullptr).set("renorm_momentum", 0.99);
+  }
 
   template <class T, ShapeType In> struct built {
     static_assert(In::rank >= 2, "ctflow::keras::BatchNormalization: its input must be [batch, ..., channels]");

@@ -14,6 +14,8 @@ namespace ctflow::keras::layers {
 /// @brief keras.layers.Concatenate(axis).
 template <int Axis = -1> struct Concatenate {
   CTFLOW_KERAS_LAYER_SPEC("Concatenate");
+  /// @brief Keras's get_config: axis.
+  void get_config(config_dict& c) const { c.set("axis", Axis); }
   template <class T, ShapeType... In> struct built {
     static_assert(sizeof...(In) >= 2, "ctflow::keras::Concatenate: it is called on two tensors or more");
     using S0 = std::tuple_element_t<0, std::tuple<In...>>;

@@ -34,6 +34,10 @@ template <std::size_t Filters, std::size_t Kernel, auto... Options> struct Conv1
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
 
+  /// @brief Keras's get_config: filters, kernel_size, strides, padding, data_format, dilation_rate,
+  /// groups, activation, use_bias, the initializers, regularizers and constraints.
+  void get_config(config_dict& c) const { detail::conv_config<1, padding, false>(c, *this, Filters, {Kernel, 1}, {stride, 1}, {dilation, 1}); }
+
   template <class T, ShapeType In> struct built : detail::kernel_and_bias<Conv1D, T, Shape<Kernel, In::extents[2], Filters>, Filters> {
     static_assert(In::rank == 3, "ctflow::keras::Conv1D: its input must be [batch, steps, channels]");
     static constexpr std::size_t channels = In::extents[2];

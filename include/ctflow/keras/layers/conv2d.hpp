@@ -48,6 +48,10 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct Conv2D {
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
 
+  /// @brief Keras's get_config: filters, kernel_size, strides, padding, data_format, dilation_rate,
+  /// groups, activation, use_bias, the initializers, regularizers and constraints.
+  void get_config(config_dict& c) const { detail::conv_config<2, padding, false>(c, *this, Filters, kernel_size, stride, dilation); }
+
   template <class T, ShapeType In> struct built : detail::kernel_and_bias<Conv2D, T, Shape<kernel_size.h, kernel_size.w, In::extents[3], Filters>, Filters> {
     static_assert(In::rank == 4, "ctflow::keras::Conv2D: its input must be [batch, height, width, channels]");
     static constexpr std::size_t channels = In::extents[3];

@@ -36,6 +36,10 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct Conv2DTransp
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
 
+  /// @brief Keras's get_config: filters, kernel_size, strides, padding, output_padding (none),
+  /// data_format, dilation_rate, activation, use_bias, the initializers, regularizers and constraints.
+  void get_config(config_dict& c) const { detail::conv_config<2, padding, true>(c, *this, Filters, kernel_size, stride, dilation); }
+
   template <class T, ShapeType In>
   struct built : detail::kernel_and_bias<Conv2DTranspose, T, Shape<kernel_size.h, kernel_size.w, Filters, In::extents[3]>, Filters> {
     static_assert(In::rank == 4, "ctflow::keras::Conv2DTranspose: its input must be [batch, height, width, channels]");

@@ -29,6 +29,14 @@ template <std::size_t Units, auto... Options> struct Dense {
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, bias_regularizer{};
 
+  /// @brief Keras's get_config: units, activation, use_bias, the initializers and regularizers,
+  /// constraints and quantization_config (none).
+  void get_config(config_dict& c) const {
+    c.set("units", Units);
+    detail::kernel_and_bias_config<false>(c, *this);
+    c.set("quantization_config", nullptr);
+  }
+
   template <class T, ShapeType In> struct built : detail::kernel_and_bias<Dense, T, Shape<(In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0), Units>, Units> {
     static constexpr std::size_t features = In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0;
     static_assert(In::rank >= 2, "ctflow::keras::Dense: its input must be [batch, ..., features]");

@@ -34,6 +34,11 @@ template <auto... Options> struct depthwise_options {
   static constexpr auto activation = activation_option<Options...>();
   static constexpr bool has_bias = option<use_bias_t, use_bias<true>, Options...>().on;
   static constexpr std::size_t multiplier = option<depth_multiplier_t, depth_multiplier<1>, Options...>().m;
+  /// Keras's kernel_size, strides, padding, data_format, dilation_rate, activation and use_bias.
+  static void window_config(config_dict& c, size2 kernel) {
+    detail::window_config<2, padding>(c, kernel, stride, dilation);
+    c.set("activation", keras_activation_name(activation)).set("use_bias", has_bias);
+  }
 };
 }  // namespace detail
 
@@ -46,6 +51,16 @@ template <auto Kernel, auto... Options> struct DepthwiseConv2D : detail::depthwi
   initializers::Initializer depthwise_initializer = initializers::GlorotUniform();
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer depthwise_regularizer{}, bias_regularizer{};
+
+  /// @brief Keras's get_config: depth_multiplier, the window, activation, use_bias, the
+  /// initializers, regularizers and constraints.
+  void get_config(config_dict& c) const {
+    c.set("depth_multiplier", opt::multiplier);
+    opt::window_config(c, kernel_size);
+    c.set("depthwise_initializer", depthwise_initializer).set("bias_initializer", bias_initializer);
+    c.set("depthwise_regularizer", depthwise_regularizer).set("bias_regularizer", bias_regularizer).set("activity_regularizer", nullptr);
+    c.set("depthwise_constraint", nullptr).set("bias_constraint", nullptr);
+  }
 
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 4, "ctflow::keras::DepthwiseConv2D: its input must be [batch, height, width, channels]");
@@ -92,6 +107,16 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct SeparableCon
   initializers::Initializer pointwise_initializer = initializers::GlorotUniform();
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer depthwise_regularizer{}, pointwise_regularizer{}, bias_regularizer{};
+
+  /// @brief Keras's get_config: depth_multiplier, filters, the window, activation, use_bias, the
+  /// initializers, regularizers and constraints.
+  void get_config(config_dict& c) const {
+    c.set("depth_multiplier", opt::multiplier).set("filters", Filters);
+    opt::window_config(c, kernel_size);
+    c.set("depthwise_initializer", depthwise_initializer).set("pointwise_initializer", pointwise_initializer).set("bias_initializer", bias_initializer);
+    c.set("depthwise_regularizer", depthwise_regularizer).set("pointwise_regularizer", pointwise_regularizer).set("bias_regularizer", bias_regularizer);
+    c.set("activity_regularizer", nullptr).set("depthwise_constraint", nullptr).set("pointwise_constraint", nullptr).set("bias_constraint", nullptr);
+  }
 
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 4, "ctflow::keras::SeparableConv2D: its input must be [batch, height, width, channels]");

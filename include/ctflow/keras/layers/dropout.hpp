@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/ops/nn/normalization.hpp>
 
@@ -21,6 +22,14 @@ struct Dropout {
   double rate = 0.0;
   std::optional<std::uint64_t> seed{};
   CTFLOW_KERAS_LAYER_SPEC("Dropout");
+  /// @brief Keras's get_config: rate, seed (null when unset; Keras's seeds are 31-bit) and
+  /// noise_shape (none).
+  void get_config(config_dict& c) const {
+    c.set("rate", rate);
+    if (seed) c.set("seed", std::int64_t(*seed & 0x7fffffff));
+    else c.set("seed", nullptr);
+    c.set("noise_shape", nullptr);
+  }
 
   template <class T, ShapeType In> struct built {
     static constexpr const char* class_name = "Dropout";
@@ -29,7 +38,9 @@ struct Dropout {
     using output_shape = In;
     double rate;
     std::uint64_t seed;
-    mutable std::uint64_t calls = 0;
+    /// The masks drawn so far (Keras's seed generator state): checkpoints keep it, so that a
+    /// resumed fit draws the masks an uninterrupted one would.
+    mutable std::int64_t draws = 0;
     explicit built(const Dropout& c) : rate(c.rate), seed(c.seed ? *c.seed : utils::next_seed()) {
       if (!(rate >= 0.0 && rate <= 1.0)) throw value_error("ctflow::keras::Dropout: rate must be in [0, 1], got " + std::to_string(rate));
     }
@@ -37,7 +48,7 @@ struct Dropout {
     template <class X, class Training> auto call(const X& x, Training training) const {
       if constexpr (training) {
         // nn::dropout's mask and scale; a rate of 1 keeps nothing (Keras's zeros).
-        const auto w = random::philox(seed, calls++);
+        const auto w = random::philox(seed, std::uint64_t(draws++));
         auto keep = random_uniform<T, In>(std::uint64_t(w[0]) << 32 | w[1], 0.0, 1.0, x.dims()) >= T(rate);
         return where(std::move(keep), x * T(rate < 1.0 ? 1.0 / (1.0 - rate) : 0.0), T(0));
       } else {

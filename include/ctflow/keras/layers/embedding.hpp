@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/ops/array.hpp>
 
@@ -18,6 +19,14 @@ template <std::size_t InputDim, std::size_t OutputDim, DType Out = float> struct
   CTFLOW_KERAS_LAYER_SPEC("Embedding");
   initializers::Initializer embeddings_initializer = initializers::RandomUniform();
   regularizers::Regularizer embeddings_regularizer{};
+
+  /// @brief Keras's get_config: input_dim, output_dim, the initializer and regularizers, no
+  /// constraint, mask_zero (false) and quantization_config (none).
+  void get_config(config_dict& c) const {
+    c.set("input_dim", InputDim).set("output_dim", OutputDim).set("embeddings_initializer", embeddings_initializer);
+    c.set("embeddings_regularizer", embeddings_regularizer).set("activity_regularizer", nullptr).set("embeddings_constraint", nullptr);
+    c.set("mask_zero", false).set("quantization_config", nullptr);
+  }
 
   template <class T, ShapeType In> struct built {
     static_assert(is_integer_v<T>, "ctflow::keras::Embedding: its input must hold integer indices");

@@ -14,6 +14,8 @@ namespace ctflow::keras::layers {
 /// @brief keras.layers.Flatten().
 struct Flatten {
   CTFLOW_KERAS_LAYER_SPEC("Flatten");
+  /// @brief Keras's get_config: data_format.
+  void get_config(config_dict& c) const { c.set("data_format", "channels_last"); }
   template <class T, ShapeType In> struct built {
     static_assert(In::rank >= 1, "ctflow::keras::Flatten: its input must have a batch axis");
     static constexpr std::size_t features = [] {

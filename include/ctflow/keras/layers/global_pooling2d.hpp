@@ -14,6 +14,8 @@ namespace ctflow::keras::layers {
 
 namespace detail {
 template <bool Max, const char* Name> struct global_pooling2d {
+  /// Keras's get_config: data_format and keepdims (false).
+  static void get_config(config_dict& c) { c.set("data_format", "channels_last").set("keepdims", false); }
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 4, "ctflow::keras: a global 2-D pooling layer's input must be [batch, height, width, channels]");
     static constexpr const char* class_name = Name;
@@ -38,6 +40,8 @@ struct GlobalAveragePooling2D {
   static constexpr std::size_t input_rank = 4;
   static constexpr const char* input_form = "[batch, height, width, channels] with static channels";
   CTFLOW_KERAS_LAYER_SPEC("GlobalAveragePooling2D");
+  /// @brief Keras's get_config: data_format and keepdims (false).
+  void get_config(config_dict& c) const { detail::global_pooling2d<false, detail::global_average_pooling2d_name>::get_config(c); }
   template <class T, ShapeType In> using built = typename detail::global_pooling2d<false, detail::global_average_pooling2d_name>::template built<T, In>;
 };
 
@@ -47,6 +51,8 @@ struct GlobalMaxPooling2D {
   static constexpr std::size_t input_rank = 4;
   static constexpr const char* input_form = "[batch, height, width, channels] with static channels";
   CTFLOW_KERAS_LAYER_SPEC("GlobalMaxPooling2D");
+  /// @brief Keras's get_config: data_format and keepdims (false).
+  void get_config(config_dict& c) const { detail::global_pooling2d<true, detail::global_max_pooling2d_name>::get_config(c); }
   template <class T, ShapeType In> using built = typename detail::global_pooling2d<true, detail::global_max_pooling2d_name>::template built<T, In>;
 };
 

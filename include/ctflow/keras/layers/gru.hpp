@@ -46,6 +46,14 @@ template <std::size_t Units, auto... Options> struct GRU {
   initializers::Initializer bias_initializer = initializers::Zeros();
   regularizers::Regularizer kernel_regularizer{}, recurrent_regularizer{}, bias_regularizer{};
 
+  /// @brief Keras's get_config: the RNN's flags, units, activations, use_bias, the initializers,
+  /// the regularizers, no constraints, no dropout, reset_after and no seed.
+  void get_config(config_dict& c) const {
+    detail::recurrent_config_head<Units>(c, *this);
+    detail::recurrent_config_tail(c, *this);
+    c.set("reset_after", after).set("seed", nullptr);
+  }
+
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 3, "ctflow::keras::GRU: its input must be [batch, timesteps, features]");
     static constexpr std::size_t features = In::extents[2], units = Units, gates = 3 * Units;

@@ -11,6 +11,8 @@
 
 #include <ctflow/core/shape.hpp>
 #include <ctflow/core/variable.hpp>
+#include <ctflow/keras/config_dict.hpp>
+#include <ctflow/keras/layers/options.hpp>
 
 namespace ctflow::keras::layers::detail {
 
@@ -40,5 +42,24 @@ template <class Spec, class T, ShapeType K, std::size_t Units> struct kernel_and
     else return Spec::activation(std::forward<Y>(y));
   }
 };
+
+/// Keras's activation, use_bias, kernel's and bias's initializers and regularizers, (a
+/// convolution's activity_regularizer, with Activity) and constraints (none) of spec s.
+template <bool Activity, class Spec> void kernel_and_bias_config(config_dict& c, const Spec& s) {
+  c.set("activation", keras_activation_name(Spec::activation)).set("use_bias", Spec::has_bias);
+  c.set("kernel_initializer", s.kernel_initializer).set("bias_initializer", s.bias_initializer);
+  c.set("kernel_regularizer", s.kernel_regularizer).set("bias_regularizer", s.bias_regularizer);
+  if constexpr (Activity) c.set("activity_regularizer", nullptr);
+  c.set("kernel_constraint", nullptr).set("bias_constraint", nullptr);
+}
+/// Keras's get_config of a convolution over N axes (Conv1D, Conv2D; Conv2DTranspose when
+/// Transposed) of spec s with the given window and padding P.
+template <std::size_t N, nn::padding P, bool Transposed, class Spec>
+void conv_config(config_dict& c, const Spec& s, std::size_t filters, size2 kernel, size2 strides, size2 dilation) {
+  c.set("filters", filters);
+  window_config<N, P, Transposed>(c, kernel, strides, dilation);
+  if constexpr (!Transposed) c.set("groups", 1);
+  kernel_and_bias_config<true>(c, s);
+}
 
 }  // namespace ctflow::keras::layers::detail

@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/ops/nn/normalization.hpp>
 
@@ -18,6 +19,14 @@ struct LayerNormalization {
   initializers::Initializer beta_initializer = initializers::Zeros();
   initializers::Initializer gamma_initializer = initializers::Ones();
   regularizers::Regularizer gamma_regularizer{}, beta_regularizer{};
+
+  /// @brief Keras's get_config: axis (the last), epsilon, center and scale (true), rms_scaling
+  /// (false), the initializers, regularizers and constraints.
+  void get_config(config_dict& c) const {
+    c.set("axis", -1).set("epsilon", epsilon).set("center", true).set("scale", true).set("rms_scaling", false);
+    c.set("beta_initializer", beta_initializer).set("gamma_initializer", gamma_initializer);
+    c.set("beta_regularizer", beta_regularizer).set("gamma_regularizer", gamma_regularizer).set("beta_constraint", nullptr).set("gamma_constraint", nullptr);
+  }
 
   template <class T, ShapeType In> struct built {
     static_assert(In::rank >= 2, "ctflow::keras::LayerNormalization: its input must be [batch, ..., features]");

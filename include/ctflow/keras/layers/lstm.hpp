@@ -48,6 +48,15 @@ template <std::size_t Units, auto... Options> struct LSTM {
   bool unit_forget_bias = true;
   regularizers::Regularizer kernel_regularizer{}, recurrent_regularizer{}, bias_regularizer{};
 
+  /// @brief Keras's get_config: the RNN's flags, units, activations, use_bias, the initializers,
+  /// unit_forget_bias, the regularizers, no constraints, no dropout and no seed.
+  void get_config(config_dict& c) const {
+    detail::recurrent_config_head<Units>(c, *this);
+    c.set("unit_forget_bias", unit_forget_bias);
+    detail::recurrent_config_tail(c, *this);
+    c.set("seed", nullptr);
+  }
+
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 3, "ctflow::keras::LSTM: its input must be [batch, timesteps, features]");
     static constexpr std::size_t features = In::extents[2], units = Units, gates = 4 * Units;

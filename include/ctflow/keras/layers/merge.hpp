@@ -8,6 +8,7 @@
 
 #include <ctflow/core/errors.hpp>
 #include <ctflow/core/shape.hpp>
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/layer.hpp>
 
 namespace ctflow::keras::layers::detail {

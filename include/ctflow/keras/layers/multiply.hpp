@@ -19,6 +19,8 @@ struct multiply_inputs {
 /// @brief keras.layers.Multiply().
 struct Multiply {
   CTFLOW_KERAS_LAYER_SPEC("Multiply");
+  /// @brief Keras's get_config: no arguments of its own.
+  void get_config(config_dict&) const {}
   /// @brief Its inputs broadcast together (the functional API checks them, naming their layers).
   static constexpr bool broadcasts_inputs = true;
   template <class T, ShapeType... In> using built =

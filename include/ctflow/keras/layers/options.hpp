@@ -10,10 +10,13 @@
 /// Numbers that do not change the network's shapes (rates, initializers, regularizers, seeds) are
 /// the layer's fields instead.
 
+#include <array>
 #include <cstddef>
+#include <string_view>
 #include <type_traits>
 
 #include <ctflow/keras/activations.hpp>
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/ops/nn/conv.hpp>
 
 namespace ctflow::keras::layers {
@@ -126,6 +129,26 @@ template <class S, std::size_t I> inline constexpr extent_t extent = extent_t(S:
 template <auto K> constexpr size2 as_size() {
   if constexpr (std::is_same_v<std::remove_cvref_t<decltype(K)>, size2>) return K;
   else return size2{std::size_t(K), std::size_t(K)};
+}
+
+/// Keras's name of activation a (Keras writes swish, the same function as silu, as "silu").
+template <class A> constexpr const char* keras_activation_name(const A&) { return std::string_view(A::name) == "swish" ? "silu" : A::name; }
+/// Keras's padding argument for P: "same" or "valid" (Keras's layers take no explicit pads).
+template <nn::padding P> constexpr const char* padding_name() {
+  static_assert(P.type != nn::padding::kind::explicit_pads, "ctflow::keras: Keras's layers take padding same or valid, not explicit pads");
+  return P.type == nn::padding::kind::same ? "same" : "valid";
+}
+/// A window's extents as Keras lists them: [h] for a 1-D layer (N 1), [h, w] for a 2-D one.
+template <std::size_t N> constexpr std::array<std::size_t, N> extents_list(size2 s) {
+  if constexpr (N == 1) return {s.h};
+  else return {s.h, s.w};
+}
+/// Keras's kernel_size, strides, padding (and a transposed convolution's output_padding, null),
+/// data_format and dilation_rate of a convolution window over N axes.
+template <std::size_t N, nn::padding P, bool Transposed = false> void window_config(config_dict& c, size2 kernel, size2 strides, size2 dilation) {
+  c.set("kernel_size", extents_list<N>(kernel)).set("strides", extents_list<N>(strides)).set("padding", padding_name<P>());
+  if constexpr (Transposed) c.set("output_padding", nullptr);
+  c.set("data_format", "channels_last").set("dilation_rate", extents_list<N>(dilation));
 }
 
 }  // namespace detail

@@ -18,6 +18,11 @@ template <bool Max, auto Pool, const char* Name, auto... Options> struct pooling
   static constexpr size2 pool_size = as_size<Pool>();
   static constexpr size2 stride = option<strides_t, strides_t{pool_size}, Options...>().s;
   static constexpr nn::padding padding = option<nn::padding, valid, Options...>();
+  /// Keras's get_config: pool_size, padding, strides and data_format.
+  static void get_config(config_dict& c) {
+    c.set("pool_size", {pool_size.h, pool_size.w}).set("padding", padding_name<padding>()).set("strides", {stride.h, stride.w});
+    c.set("data_format", "channels_last");
+  }
 
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 4, "ctflow::keras: a 2-D pooling layer's input must be [batch, height, width, channels]");

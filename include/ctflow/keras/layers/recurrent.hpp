@@ -16,6 +16,7 @@
 #include <ctflow/core/errors.hpp>
 #include <ctflow/core/tensor.hpp>
 #include <ctflow/keras/activations.hpp>
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/keras/layers/options.hpp>
 
@@ -102,5 +103,22 @@ struct sequence {
   bool backwards = false;
   std::size_t time(std::size_t step) const { return backwards ? steps - 1 - step : step; }
 };
+
+/// Keras's get_config of a recurrent layer (LSTM, GRU) of spec s, Units units, up to its
+/// initializers: the RNN's flags (no state returned or kept, no unrolling), then the cell's
+/// units, activations, use_bias and initializers.
+template <std::size_t Units, class Spec> void recurrent_config_head(config_dict& c, const Spec& s) {
+  c.set("return_sequences", Spec::sequences).set("return_state", false).set("go_backwards", Spec::backwards);
+  c.set("stateful", false).set("unroll", false).set("zero_output_for_mask", false);
+  c.set("units", Units).set("activation", keras_activation_name(Spec::activation)).set("recurrent_activation", keras_activation_name(Spec::recurrent_activation));
+  c.set("use_bias", Spec::has_bias).set("kernel_initializer", s.kernel_initializer).set("recurrent_initializer", s.recurrent_initializer);
+  c.set("bias_initializer", s.bias_initializer);
+}
+/// The rest: its regularizers, constraints (none) and dropouts (none).
+template <class Spec> void recurrent_config_tail(config_dict& c, const Spec& s) {
+  c.set("kernel_regularizer", s.kernel_regularizer).set("recurrent_regularizer", s.recurrent_regularizer).set("bias_regularizer", s.bias_regularizer);
+  c.set("activity_regularizer", nullptr).set("kernel_constraint", nullptr).set("recurrent_constraint", nullptr).set("bias_constraint", nullptr);
+  c.set("dropout", 0.0).set("recurrent_dropout", 0.0);
+}
 
 }  // namespace ctflow::keras::layers::detail

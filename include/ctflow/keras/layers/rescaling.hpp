@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include <ctflow/keras/config_dict.hpp>
 #include <ctflow/keras/layer.hpp>
 
 namespace ctflow::keras::layers {
@@ -16,6 +17,8 @@ struct Rescaling {
   double scale = 1.0;
   double offset = 0.0;
   CTFLOW_KERAS_LAYER_SPEC("Rescaling");
+  /// @brief Keras's get_config: scale and offset.
+  void get_config(config_dict& c) const { c.set("scale", scale).set("offset", offset); }
   template <class T, ShapeType In> struct built {
     static constexpr const char* class_name = "Rescaling";
     using value_type = T;

@@ -19,6 +19,12 @@ namespace ctflow::keras::layers {
 /// @brief keras.layers.Reshape(target_shape): Target is the shape of an example.
 template <ShapeType Target> struct Reshape {
   CTFLOW_KERAS_LAYER_SPEC("Reshape");
+  /// @brief Keras's get_config: target_shape (a dyn extent as -1).
+  void get_config(config_dict& c) const {
+    std::string t = "[";
+    for (std::size_t i = 0; i < Target::extents.size(); ++i) t += (i ? ", " : "") + (Target::extents[i] == dyn ? std::string("-1") : std::to_string(Target::extents[i]));
+    c.raw("target_shape", t + "]");
+  }
   template <class T, ShapeType In> struct built {
     static constexpr std::size_t in_size = [] {
       std::size_t n = 1;
@@ -56,6 +62,8 @@ template <ShapeType Target> struct Reshape {
 /// @brief keras.layers.Permute(dims): the example's axes in the order Dims (1-based).
 template <int... Dims> struct Permute {
   CTFLOW_KERAS_LAYER_SPEC("Permute");
+  /// @brief Keras's get_config: dims.
+  void get_config(config_dict& c) const { c.set("dims", {std::size_t(Dims)...}); }
   template <class T, ShapeType In> struct built {
     static_assert(sizeof...(Dims) == std::size_t(In::rank - 1), "ctflow::keras::Permute: name every axis of the example, 1-based");
     static constexpr const char* class_name = "Permute";

@@ -21,6 +21,11 @@ template <auto Size = 2> struct UpSampling2D {
   static constexpr size2 factor = detail::as_size<Size>();
   image::ResizeMethod interpolation = image::ResizeMethod::NEAREST_NEIGHBOR;
   CTFLOW_KERAS_LAYER_SPEC("UpSampling2D");
+  /// @brief Keras's get_config: size, data_format and interpolation ("nearest" or "bilinear").
+  void get_config(config_dict& c) const {
+    c.set("size", {factor.h, factor.w}).set("data_format", "channels_last");
+    c.set("interpolation", interpolation == image::ResizeMethod::BILINEAR ? "bilinear" : "nearest");
+  }
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 4, "ctflow::keras::UpSampling2D: its input must be [batch, height, width, channels]");
     static_assert(In::extents[1] != dyn && In::extents[2] != dyn, "ctflow::keras::UpSampling2D: the images' height and width must be static");

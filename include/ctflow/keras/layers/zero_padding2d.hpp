@@ -28,6 +28,11 @@ template <pads P = pads{}> struct ZeroPadding2D {
   static constexpr std::size_t input_rank = 4;
   static constexpr const char* input_form = "[batch, height, width, channels]";
   CTFLOW_KERAS_LAYER_SPEC("ZeroPadding2D");
+  /// @brief Keras's get_config: padding ((top, bottom), (left, right)) and data_format.
+  void get_config(config_dict& c) const {
+    const auto pair = [](std::size_t a, std::size_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+    c.raw("padding", "[" + pair(P.top, P.bottom) + ", " + pair(P.left, P.right) + "]").set("data_format", "channels_last");
+  }
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 4, "ctflow::keras::ZeroPadding2D: its input must be [batch, height, width, channels]");
     static constexpr const char* class_name = "ZeroPadding2D";

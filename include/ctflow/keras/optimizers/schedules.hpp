@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <ctflow/core/errors.hpp>
+#include <ctflow/keras/config_dict.hpp>
 
 namespace ctflow::keras::optimizers {
 
@@ -36,6 +37,15 @@ struct ExponentialDecay {
     if (staircase) p = std::floor(p);
     return initial_learning_rate * std::pow(decay_rate, p);
   }
+  /// @brief Its Keras class name.
+  static constexpr const char* class_name = "ExponentialDecay";
+  /// @brief Calls f(name, field) for each of its Keras config's fields (get_config, from_config).
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("initial_learning_rate", self.initial_learning_rate);
+    f("decay_steps", self.decay_steps);
+    f("decay_rate", self.decay_rate);
+    f("staircase", self.staircase);
+  }
 };
 
 /// @brief values[0] up to boundaries[0] (inclusive), values[i] in (boundaries[i-1],
@@ -50,6 +60,13 @@ struct PiecewiseConstantDecay {
     std::size_t i = 0;
     while (i < boundaries.size() && step > boundaries[i]) ++i;
     return values[i];
+  }
+  /// @brief Its Keras class name.
+  static constexpr const char* class_name = "PiecewiseConstantDecay";
+  /// @brief Calls f(name, field) for each of its Keras config's fields (get_config, from_config).
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("boundaries", self.boundaries);
+    f("values", self.values);
   }
 };
 
@@ -67,6 +84,16 @@ struct PolynomialDecay {
     else s = std::min(s, d);
     return (initial_learning_rate - end_learning_rate) * std::pow(1 - s / d, power) + end_learning_rate;
   }
+  /// @brief Its Keras class name.
+  static constexpr const char* class_name = "PolynomialDecay";
+  /// @brief Calls f(name, field) for each of its Keras config's fields (get_config, from_config).
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("initial_learning_rate", self.initial_learning_rate);
+    f("decay_steps", self.decay_steps);
+    f("end_learning_rate", self.end_learning_rate);
+    f("power", self.power);
+    f("cycle", self.cycle);
+  }
 };
 
 /// @brief initial_learning_rate / (1 + decay_rate * step / decay_steps) (the ratio floored when
@@ -80,6 +107,15 @@ struct InverseTimeDecay {
     double p = double(step) / decay_steps;
     if (staircase) p = std::floor(p);
     return initial_learning_rate / (1 + decay_rate * p);
+  }
+  /// @brief Its Keras class name.
+  static constexpr const char* class_name = "InverseTimeDecay";
+  /// @brief Calls f(name, field) for each of its Keras config's fields (get_config, from_config).
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("initial_learning_rate", self.initial_learning_rate);
+    f("decay_steps", self.decay_steps);
+    f("decay_rate", self.decay_rate);
+    f("staircase", self.staircase);
   }
 };
 
@@ -101,6 +137,16 @@ struct CosineDecay {
     const double s = std::min(double(step), decay_steps + warmup_steps);
     if (s < warmup_steps) return (*warmup_target - initial_learning_rate) * (s / warmup_steps) + initial_learning_rate;
     return decay(s - warmup_steps, *warmup_target);
+  }
+  /// @brief Its Keras class name.
+  static constexpr const char* class_name = "CosineDecay";
+  /// @brief Calls f(name, field) for each of its Keras config's fields (get_config, from_config).
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("initial_learning_rate", self.initial_learning_rate);
+    f("decay_steps", self.decay_steps);
+    f("alpha", self.alpha);
+    f("warmup_target", self.warmup_target);
+    f("warmup_steps", self.warmup_steps);
   }
 };
 
@@ -125,6 +171,16 @@ struct CosineDecayRestarts {
     const double cosine = 0.5 * std::pow(m_mul, restart) * (1.0 + std::cos(std::numbers::pi * fraction));
     return initial_learning_rate * ((1 - alpha) * cosine + alpha);
   }
+  /// @brief Its Keras class name.
+  static constexpr const char* class_name = "CosineDecayRestarts";
+  /// @brief Calls f(name, field) for each of its Keras config's fields (get_config, from_config).
+  template <class Self, class F> static void each_field(Self& self, F&& f) {
+    f("initial_learning_rate", self.initial_learning_rate);
+    f("first_decay_steps", self.first_decay_steps);
+    f("t_mul", self.t_mul);
+    f("m_mul", self.m_mul);
+    f("alpha", self.alpha);
+  }
 };
 
 }  // namespace schedules
@@ -136,7 +192,39 @@ class learning_rate_t {
  public:
   learning_rate_t(double value = 0.001) : value_(value) {}
   template <class F> requires(std::is_invocable_r_v<double, const F&, std::int64_t> && !std::is_arithmetic_v<F>)
-  learning_rate_t(F schedule) : schedule_(std::move(schedule)) {}
+  learning_rate_t(F schedule) : schedule_(std::move(schedule)) {
+    if constexpr (requires { F::class_name; }) {
+      config_dict c;
+      schedule_config_ = config_dict::object("keras.optimizers.schedules", F::class_name, ::ctflow::keras::detail::write_fields(schedule, c)).json();
+    }
+  }
+  /// @brief Keras's serialized learning rate: the number, or the schedule's object; empty for a
+  /// schedule that is a user's function, which Keras could not rebuild.
+  std::string config() const { return schedule_ ? schedule_config_ : config_dict::number(value_); }
+  /// @brief The rate a config holds (a number or one of the schedules above).
+  static learning_rate_t from_config(const std::string& json, const std::string& what) {
+    if (json.empty() || json.front() != '{') {
+      double v = 0.001;
+      config_values(R"({"v": )" + json + "}", what).get("v", v);
+      return v;
+    }
+    const config_values object(json, what);
+    std::string cls;
+    object.get("class_name", cls);
+    const auto* inner = object.text("config");
+    const config_values fields(inner ? *inner : "{}", what + "." + cls);
+    const auto make = [&](auto s) {
+      ::ctflow::keras::detail::read_fields(s, fields);
+      return learning_rate_t(s);
+    };
+    if (cls == "ExponentialDecay") return make(schedules::ExponentialDecay{});
+    if (cls == "PiecewiseConstantDecay") return make(schedules::PiecewiseConstantDecay{});
+    if (cls == "PolynomialDecay") return make(schedules::PolynomialDecay{});
+    if (cls == "InverseTimeDecay") return make(schedules::InverseTimeDecay{});
+    if (cls == "CosineDecay") return make(schedules::CosineDecay{});
+    if (cls == "CosineDecayRestarts") return make(schedules::CosineDecayRestarts{});
+    throw value_error("ctflow::keras: " + what + ": the learning rate is a " + cls + ", which is not one of Keras's schedules");
+  }
   /// @brief The rate at step (the optimizer's count of applied gradients).
   double operator()(std::int64_t step) const { return schedule_ ? schedule_(step) : value_; }
   /// @brief Whether the rate is a schedule.
@@ -149,6 +237,7 @@ class learning_rate_t {
  private:
   double value_ = 0.001;
   std::function<double(std::int64_t)> schedule_;
+  std::string schedule_config_;
 };
 
 }  // namespace ctflow::keras::optimizers
