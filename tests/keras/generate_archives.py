@@ -1,7 +1,7 @@
 """Reference .keras archives for ctflow's model.save and keras::load_model, from Keras 3 itself.
 
-Each case builds the same small CNN as tests/keras/model_file_test.cpp (Conv2D 4 3x3 relu with an
-L2 kernel regularizer, MaxPooling2D, Flatten, Dense 8 relu, Dense 3), compiles it with an
+Each case builds the same small network as tests/keras/model_file_test.cpp (Dense 8 relu with an
+L2 kernel regularizer, Dense 3, on 12 features), compiles it with an
 optimizer whose variables Keras orders in its own way (RMSprop centered with momentum; Adam with
 amsgrad and a learning-rate schedule), trains it three steps and saves it as a .keras archive;
 then it trains one step more on a fixed batch and records that batch and the weights after it,
@@ -34,19 +34,16 @@ cases = {
 for name, make in cases.items():
     keras.utils.set_random_seed(3)
     model = keras.Sequential([
-        keras.Input((12, 12, 1)),
-        layers.Conv2D(4, 3, activation="relu", kernel_regularizer=keras.regularizers.L2(1e-3)),
-        layers.MaxPooling2D(),
-        layers.Flatten(),
-        layers.Dense(8, activation="relu"),
+        keras.Input((12,)),
+        layers.Dense(8, activation="relu", kernel_regularizer=keras.regularizers.L2(1e-3)),
         layers.Dense(3),
     ])
     model.compile(make(), keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     rng = np.random.default_rng(11)
     for _ in range(3):
-        model.train_on_batch(rng.uniform(size=(8, 12, 12, 1)).astype("float32"), rng.integers(0, 3, 8))
+        model.train_on_batch(rng.uniform(size=(8, 12)).astype("float32"), rng.integers(0, 3, 8))
     model.save(os.path.join(out, name + ".keras"))
-    x = rng.uniform(size=(8, 12, 12, 1)).astype("float32")
+    x = rng.uniform(size=(8, 12)).astype("float32")
     y = rng.integers(0, 3, 8).astype("int32")
     logs = model.train_on_batch(x, y, return_dict=True)
     tensors = {"x": x, "y": y, "loss": np.array([logs["loss"]], "float32")}

@@ -12,8 +12,6 @@
 #include <charconv>
 #include <cmath>
 #include <concepts>
-#include <system_error>
-#include <type_traits>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -21,11 +19,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <ctflow/core/errors.hpp>
-#include <ctflow/keras/detail/weight_files.hpp>
 #include <ctflow/keras/initializers.hpp>
 #include <ctflow/keras/regularizers.hpp>
 
@@ -146,6 +145,94 @@ class config_dict {
  private:
   std::string members_;
 };
+
+namespace detail {
+/// The members of the JSON object `json` as (key, the value's JSON text), or a list's elements
+/// with keys "0", "1", ...: a scan of its top level (each value is read when asked for, and a
+/// nested one by another scan), so that configs need no JSON library here. Text of another form
+/// is an io_error naming `what` and the offset.
+inline std::vector<std::pair<std::string, std::string>> json_members(std::string_view json, const std::string& what) {
+  std::size_t i = 0;
+  const auto fail = [&](const char* why) { throw io_error("ctflow::keras: " + what + ": " + why + " at offset " + std::to_string(i) + " of its JSON"); };
+  const auto space = [&] {
+    while (i < json.size() && (json[i] == ' ' || json[i] == '\n' || json[i] == '\t' || json[i] == '\r')) ++i;
+  };
+  const auto skip_string = [&] {  // at its opening quote
+    for (++i; i < json.size(); ++i) {
+      if (json[i] == '\\') ++i;
+      else if (json[i] == '"') {
+        ++i;
+        return;
+      }
+    }
+    fail("an unterminated string");
+  };
+  const auto value = [&] {  // the text of the value at i
+    space();
+    const std::size_t start = i;
+    if (i >= json.size()) fail("a missing value");
+    if (json[i] == '"') skip_string();
+    else if (json[i] == '{' || json[i] == '[') {
+      std::string open;  // the brackets still open, innermost last
+      do {
+        if (i >= json.size()) fail("an unclosed object or list");
+        const char c = json[i];
+        if (c == '"') {
+          skip_string();
+          continue;
+        }
+        if (c == '{' || c == '[') open += c;
+        else if (c == '}' || c == ']') {
+          if (open.empty() || open.back() != (c == '}' ? '{' : '[')) fail("a mismatched bracket");
+          open.pop_back();
+        }
+        ++i;
+      } while (!open.empty());
+    } else {
+      while (i < json.size() && json[i] != ',' && json[i] != '}' && json[i] != ']' && json[i] != ' ' && json[i] != '\n') ++i;
+      if (i == start) fail("an unexpected character");
+    }
+    return std::string(json.substr(start, i - start));
+  };
+  std::vector<std::pair<std::string, std::string>> out;
+  space();
+  if (i >= json.size() || (json[i] != '{' && json[i] != '[')) fail("not a JSON object or list");
+  const bool object = json[i] == '{';
+  const char close = object ? '}' : ']';
+  ++i;
+  space();
+  if (i < json.size() && json[i] == close) ++i;
+  else
+    for (;;) {
+      std::string key = std::to_string(out.size());
+      if (object) {
+        space();
+        if (i >= json.size() || json[i] != '"') fail("a member without a quoted name");
+        const std::size_t start = i;
+        skip_string();
+        key = std::string(json.substr(start + 1, i - start - 2));
+        space();
+        if (i >= json.size() || json[i] != ':') fail("a member without ':'");
+        ++i;
+      }
+      std::string v = value();
+      out.emplace_back(std::move(key), std::move(v));
+      space();
+      if (i < json.size() && json[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < json.size() && json[i] == close) {
+        ++i;
+        break;
+      }
+      fail("a member not followed by ',' or the end");
+    }
+  space();
+  if (i != json.size()) fail("text after the end");
+  return out;
+}
+}  // namespace detail
 
 /// @brief A config read back (Keras's from_config): each member's JSON text by key. `get` leaves
 /// a value as it is when the key is absent or null (Keras's default then), and a value of

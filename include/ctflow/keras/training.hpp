@@ -23,6 +23,7 @@
 #include <ctflow/ctflow.hpp>
 #include <ctflow/io/checkpoint.hpp>
 #include <ctflow/keras/callbacks.hpp>
+#include <ctflow/keras/detail/weight_files.hpp>
 #include <ctflow/keras/initializers.hpp>
 #include <ctflow/keras/losses.hpp>
 #include <ctflow/keras/metrics.hpp>

@@ -101,10 +101,6 @@ CTFLOW_DECL void save_weights_safetensors(const std::string& path, const std::ve
 /// Reads weights from a safetensors file written by save_weights_safetensors.
 CTFLOW_DECL void load_weights_safetensors(const std::string& path, const std::vector<saved_layer>& layers, const load_options& options);
 
-/// The members of the JSON object `json` as (key, the value's JSON text); anything else is an
-/// io_error naming `what`.
-CTFLOW_DECL std::vector<std::pair<std::string, std::string>> json_members(std::string_view json, const std::string& what);
-
 /// Reads a PyTorch state_dict saved as safetensors into the layers, modules[i] naming the PyTorch
 /// module of the i-th layer with weights.
 CTFLOW_DECL void load_weights_pytorch(const std::string& path, const std::vector<saved_layer>& layers, const std::vector<std::string>& modules,

@@ -265,21 +265,6 @@ inline std::pair<const ctflow::detail::zip_archive::member*, const ctflow::detai
   return {config, weights};
 }
 
-CTFLOW_DECL std::vector<std::pair<std::string, std::string>> json_members(std::string_view json, const std::string& what) {
-  std::vector<std::pair<std::string, std::string>> out;
-  try {
-    const auto j = nlohmann::ordered_json::parse(json.begin(), json.end());
-    if (j.is_object())
-      for (const auto& [k, v] : j.items()) out.emplace_back(k, v.dump());
-    else if (j.is_array())
-      for (std::size_t i = 0; i < j.size(); ++i) out.emplace_back(std::to_string(i), j[i].dump());
-    else throw io_error(std::string(files_what) + ": " + what + ": not a JSON object or list: " + std::string(json.substr(0, 64)));
-  } catch (const nlohmann::json::exception& e) {
-    throw io_error(std::string(files_what) + ": " + what + ": not JSON: " + e.what());
-  }
-  return out;
-}
-
 CTFLOW_DECL std::string archive_compile_config(const std::string& path) {
   const ctflow::detail::mapped_file m(path, files_what);
   const ctflow::detail::zip_archive zip(m.bytes(), path, files_what);
