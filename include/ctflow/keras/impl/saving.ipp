@@ -173,10 +173,15 @@ inline void plan_legacy(const io::hdf5::File& f, const std::vector<saved_layer>&
   }
 }
 
-inline void load_h5(const io::hdf5::File& f, const std::vector<saved_layer>& layers, const load_options& options) {
-  std::vector<planned_read> plan;
+/// The reads of a weight file's layers: Keras 3's layout, or the legacy one.
+inline void plan_weights(const io::hdf5::File& f, const std::vector<saved_layer>& layers, const load_options& options, std::vector<planned_read>& plan) {
   if (f.contains("layers") || f.contains("vars")) plan_layers(f, "", layers, options, plan);
   else plan_legacy(f, layers, plan);
+}
+
+inline void load_h5(const io::hdf5::File& f, const std::vector<saved_layer>& layers, const load_options& options) {
+  std::vector<planned_read> plan;
+  plan_weights(f, layers, options, plan);
   read_planned(f, plan, options);
 }
 
@@ -240,17 +245,6 @@ inline void check_config(const std::string& name, const std::vector<std::uint8_t
   }
 }
 
-inline std::pair<const ctflow::detail::zip_archive::member*, const ctflow::detail::zip_archive::member*> archive_members(const ctflow::detail::zip_archive& zip,
-                                                                                                                          const std::string& name);
-
-inline void load_archive(std::span<const std::uint8_t> bytes, const std::string& name, const std::vector<saved_layer>& layers, const load_options& options) {
-  const ctflow::detail::zip_archive zip(bytes, name, files_what);
-  const auto [config, weights] = archive_members(zip, name);
-  check_config(name, zip.read(*config), layers);
-  const std::vector<std::uint8_t> h5 = zip.read(*weights);
-  load_h5(io::hdf5::File(h5, name + "/model.weights.h5"), layers, options);
-}
-
 /// The archive's members config.json and model.weights.h5 (an io_error naming what it holds
 /// instead when either is missing).
 inline std::pair<const ctflow::detail::zip_archive::member*, const ctflow::detail::zip_archive::member*> archive_members(const ctflow::detail::zip_archive& zip,
@@ -263,6 +257,28 @@ inline std::pair<const ctflow::detail::zip_archive::member*, const ctflow::detai
     files_fail(name, "a .keras archive holds config.json and model.weights.h5; this one holds " + (members.empty() ? std::string("nothing") : members));
   }
   return {config, weights};
+}
+
+/// Loads a .keras archive's bytes into the layers (its config checked against them first) and,
+/// when optimizer_variables is not null, into those (optimizer/vars/<i>): all or nothing.
+inline void load_archive(std::span<const std::uint8_t> bytes, const std::string& name, const std::vector<saved_layer>& layers,
+                         const std::vector<saved_layer::weight>* optimizer_variables, const load_options& options) {
+  const ctflow::detail::zip_archive zip(bytes, name, files_what);
+  const auto [config, weights] = archive_members(zip, name);
+  check_config(name, zip.read(*config), layers);
+  const std::vector<std::uint8_t> h5 = zip.read(*weights);
+  const io::hdf5::File f(h5, name + "/model.weights.h5");
+  std::vector<planned_read> plan;
+  plan_weights(f, layers, options, plan);
+  if (optimizer_variables) {
+    std::size_t in_file = 0;
+    while (f.is_dataset("optimizer/vars/" + std::to_string(in_file))) ++in_file;
+    if (in_file != optimizer_variables->size())
+      files_fail(name, "the archive's optimizer has " + std::to_string(in_file) + " variables, the model's " + std::to_string(optimizer_variables->size()) +
+                           " (another optimizer, or other options)");
+    for (std::size_t i = 0; i < in_file; ++i) plan.push_back({"optimizer/vars/" + std::to_string(i), &(*optimizer_variables)[i], "optimizer"});
+  }
+  read_planned(f, plan, options);
 }
 
 CTFLOW_DECL std::string archive_compile_config(const std::string& path) {
@@ -282,22 +298,7 @@ CTFLOW_DECL std::string archive_compile_config(const std::string& path) {
 CTFLOW_DECL void load_model_archive(const std::string& path, const std::vector<saved_layer>& layers, const std::vector<saved_layer::weight>* optimizer_variables,
                                     const load_options& options) {
   const ctflow::detail::mapped_file m(path, files_what);
-  const ctflow::detail::zip_archive zip(m.bytes(), path, files_what);
-  const auto [config, weights] = archive_members(zip, path);
-  check_config(path, zip.read(*config), layers);
-  const std::vector<std::uint8_t> h5 = zip.read(*weights);
-  const io::hdf5::File f(h5, path + "/model.weights.h5");
-  std::vector<planned_read> plan;
-  plan_layers(f, "", layers, options, plan);
-  if (optimizer_variables) {
-    std::size_t in_file = 0;
-    while (f.is_dataset("optimizer/vars/" + std::to_string(in_file))) ++in_file;
-    if (in_file != optimizer_variables->size())
-      files_fail(path, "the archive's optimizer has " + std::to_string(in_file) + " variables, the model's " + std::to_string(optimizer_variables->size()) +
-                           " (another optimizer, or other options)");
-    for (std::size_t i = 0; i < in_file; ++i) plan.push_back({"optimizer/vars/" + std::to_string(i), &(*optimizer_variables)[i], "optimizer"});
-  }
-  read_planned(f, plan, options);
+  load_archive(m.bytes(), path, layers, optimizer_variables, options);
 }
 
 // ---- config.json as Keras 3 writes it ----------------------------------------------------------
@@ -407,7 +408,7 @@ CTFLOW_DECL void load_weights_bytes(std::span<const std::uint8_t> bytes, const s
                                     const load_options& options) {
   // A zip begins with a local header (or, empty, with its end record); anything else is HDF5's to judge.
   const bool zip = bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K' && ((bytes[2] == 3 && bytes[3] == 4) || (bytes[2] == 5 && bytes[3] == 6));
-  if (zip) load_archive(bytes, name, layers, options);
+  if (zip) load_archive(bytes, name, layers, nullptr, options);
   else load_h5(io::hdf5::File(bytes, name), layers, options);
 }
 
