@@ -28,6 +28,7 @@
 #include <ctflow/keras/layers/input.hpp>
 #include <ctflow/keras/layers/layer_normalization.hpp>
 #include <ctflow/keras/layers/lstm.hpp>
+#include <ctflow/keras/layers/masking.hpp>
 #include <ctflow/keras/layers/max_pooling2d.hpp>
 #include <ctflow/keras/layers/multiply.hpp>
 #include <ctflow/keras/layers/rescaling.hpp>

@@ -365,3 +365,55 @@ TEST_CASE("custom layers: a sub-layer called in inference mode in a training cal
     CHECK(g[1](c) == Approx(dbeta).margin(1e-5));
   }
 }
+
+namespace {
+/// A masked model's case (generate.py's masked_models): the model loads Keras's weights, its
+/// output equals Keras's, and after a training call its gradients (and the input's, for a float
+/// input) equal Keras's.
+template <class Model> void check_masked_case(Model& model, const std::string& name) {
+  INFO("case " << name);
+  using In = typename Model::input_type;
+  using X = Tensor<std::remove_const_t<value_t<In>>, shape_t<In>>;
+  using Y = Tensor<float, shape_t<typename Model::output_type>>;
+  model.load_weights(data("weights/" + name + ".weights.h5"));
+  const io::safetensors::File f(data("weights/" + name + ".safetensors"));
+  const auto x = f.get<value_t<X>, shape_t<X>>("x");
+  CHECK(relative_difference(model(x), f.get<float, shape_t<Y>>("y")) < 2e-5);
+  model(x, true);
+  const auto dy = f.get<float, shape_t<Y>>("dy");
+  const auto result = model.backward(view(dy), is_floating_v<value_t<X>>);
+  const auto& dx = [&]() -> const auto& {
+    if constexpr (requires { std::get<0>(result); }) return std::get<0>(result);  // a functional model's tuple
+    else return result;
+  }();
+  check_gradients(model, f);
+  CHECK(bool(dx) == f.contains("dx"));
+  if (dx && f.contains("dx")) CHECK(relative_difference(*dx, f.get<float, shape_t<X>>("dx")) < 2e-5);
+}
+}  // namespace
+
+TEST_CASE("masks: Embedding(mask_zero) and Masking before LSTM and GRU, passed on by return_sequences, Dense and Dropout") {
+  // Padded sequences, a step masked in the middle and a sequence masked whole: the masked steps
+  // keep the state, and their gradients pass through unchanged.
+  using Tokens = keras::Input<std::int32_t, Shape<6>>;
+  keras::Sequential<Tokens, layers::Embedding<12, 4>, layers::LSTM<5>, layers::Dense<3>> lstm(Tokens{}, {.mask_zero = true}, {}, {});
+  check_masked_case(lstm, "masked_lstm");
+  keras::Sequential<Tokens, layers::Embedding<12, 4>, layers::Dropout, layers::GRU<3, layers::return_sequences<true>, layers::go_backwards<true>>,
+                    layers::Dense<4, activations::tanh>, layers::LSTM<2, layers::return_sequences<true>>, layers::GRU<2, layers::reset_after<false>>>
+      stack(Tokens{}, {.mask_zero = true}, layers::Dropout(0.0), {}, {}, {}, {});
+  check_masked_case(stack, "masked_gru_stack");
+  using Steps = keras::Input<float, Shape<5, 3>>;
+  keras::Sequential<Steps, layers::Masking, layers::LSTM<4, layers::return_sequences<true>>, layers::Dense<2>> masking(Steps{}, {.mask_value = 0.5}, {}, {});
+  check_masked_case(masking, "masking_lstm");
+  // A functional model: the mask follows the graph's edges.
+  const keras::Input<std::int32_t, Shape<6>> tokens;
+  auto h = layers::LSTM<4, layers::return_sequences<true>>{}(layers::Embedding<12, 3>{.mask_zero = true}(tokens));
+  auto functional = keras::Model(tokens, layers::Dense<2>{}(layers::GRU<3>{}(layers::Dense<3>{}(h))));
+  check_masked_case(functional, "masked_functional");
+  // Without mask_zero the same tokens give other outputs (the padding's embedding is read).
+  keras::Sequential<Tokens, layers::Embedding<12, 4>, layers::LSTM<5>, layers::Dense<3>> unmasked;
+  unmasked.set_weights(lstm.get_weights());
+  const io::safetensors::File f(data("weights/masked_lstm.safetensors"));
+  const auto x = f.get<std::int32_t, Shape<dyn, 6>>("x");
+  CHECK(relative_difference(unmasked(x), f.get<float, Shape<dyn, 3>>("y")) > 1e-3);
+}

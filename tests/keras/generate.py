@@ -207,18 +207,20 @@ def model_files(name, model, x, archive=False, weights=False, gradients=False, l
     if gradients:
         dy = r.uniform(-1, 1, size=y.shape).astype("float32")
         inputs = [tf.constant(xi) for xi in xs]
+        floats = [t for t in inputs if t.dtype.is_floating]  # (indices have no gradient)
         with tf.GradientTape() as tape:
-            tape.watch(inputs)
+            tape.watch(floats)
             yt = model(inputs if len(xs) > 1 else inputs[0], training=True)
             loss = tf.reduce_sum(yt * dy)
-        grads = tape.gradient(loss, inputs + list(model.trainable_weights))
+        grads = tape.gradient(loss, floats + list(model.trainable_weights))
         tensors["dy"] = dy
-        for i, g in enumerate(grads[:len(xs)]):
+        for i, g in enumerate(grads[:len(floats)]):
             tensors["dx" if len(xs) == 1 else f"dx{i}"] = g.numpy()
         trainable_ids = [id(w) for w in model.trainable_weights]
         for i, w in enumerate(model.weights):
             if id(w) in trainable_ids:
-                tensors[f"dw{i}"] = grads[len(xs) + trainable_ids.index(id(w))].numpy()
+                g = grads[len(floats) + trainable_ids.index(id(w))]
+                tensors[f"dw{i}"] = tf.convert_to_tensor(g).numpy()
     write_safetensors(os.path.join(DATA, "weights", name + ".safetensors"), tensors, {"model": name})
 
 
@@ -281,6 +283,34 @@ def models():
     nested = keras.Model(oi, layers.Dense(2)(inner(oi)), name="outer")
     save_summary("nested", nested)
     model_files("nested", nested, f32(205, 3, 3), weights=True, gradients=True)
+
+
+def masked_models():
+    """Masks: Embedding(mask_zero) and Masking in front of LSTM and GRU (padded sequences, a step
+    masked in the middle, a sequence masked whole), the mask passed on by return_sequences and
+    Dense; outputs and gradients in training."""
+    tokens = np.array([[3, 4, 5, 0, 0, 0], [1, 0, 7, 2, 0, 0], [0, 0, 0, 0, 0, 0], [9, 11, 2, 6, 1, 8]], dtype="int32")
+    keras.backend.clear_session()
+    m = keras.Sequential([keras.Input((6,), dtype="int32"), layers.Embedding(12, 4, mask_zero=True), layers.LSTM(5), layers.Dense(3)])
+    model_files("masked_lstm", m, tokens, weights=True, gradients=True)
+    keras.backend.clear_session()
+    m = keras.Sequential([keras.Input((6,), dtype="int32"), layers.Embedding(12, 4, mask_zero=True), layers.Dropout(0.0),
+                          layers.GRU(3, return_sequences=True, go_backwards=True), layers.Dense(4, activation="tanh"),
+                          layers.LSTM(2, return_sequences=True), layers.GRU(2, reset_after=False)])
+    model_files("masked_gru_stack", m, tokens, weights=True, gradients=True)
+    keras.backend.clear_session()
+    x = f32(210, 3, 5, 3)
+    x[0, 3:] = 0.0
+    x[1, 1] = 0.5
+    x[2, 0] = 0.5
+    m = keras.Sequential([keras.Input((5, 3)), layers.Masking(0.5), layers.LSTM(4, return_sequences=True), layers.Dense(2)])
+    model_files("masking_lstm", m, x, weights=True, gradients=True)
+    keras.backend.clear_session()
+    inputs = keras.Input((6,), dtype="int32")
+    e = layers.Embedding(12, 3, mask_zero=True)(inputs)
+    h = layers.LSTM(4, return_sequences=True)(e)
+    out = layers.Dense(2)(layers.GRU(3)(layers.Dense(3)(h)))
+    model_files("masked_functional", keras.Model(inputs, out), tokens, weights=True, gradients=True)
 
 
 # ---- the ready networks, as Keras defines them -----------------------------------------------
@@ -438,9 +468,12 @@ def check(directory):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--check":
         check(sys.argv[2])
+    elif len(sys.argv) == 2 and sys.argv[1] == "--masking":
+        masked_models()
     else:
         layer_cases()
         models()
+        masked_models()
         networks()
         resnet20_case()
         print("wrote", DATA)

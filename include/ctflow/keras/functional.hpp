@@ -84,6 +84,8 @@ struct graph_node {
   /// Sends the adjoint of the output (when it has one) to the inputs' nodes and the layer's
   /// weights; an input node's adjoint is computed only when input_gradients is set.
   virtual void backward(bool input_gradients, bool frozen) = 0;
+  /// The mask of the output (Keras's: one bool per step), or null.
+  virtual const bool* mask() const { return nullptr; }
   /// The same call on other inputs' nodes (of the same types), sharing the layer.
   virtual std::shared_ptr<graph_node> clone(std::vector<std::shared_ptr<graph_node>> new_inputs) const = 0;
 };
@@ -192,10 +194,12 @@ template <class L> struct layer_node final : typed_node<typename L::value_type, 
   }
   void forward(bool training, bool frozen) override {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      call.forward(owner->layer, owner->trainable && !frozen, views(producer<I>()->output()...), training);
+      call.forward(owner->layer, owner->trainable && !frozen, views(producer<I>()->output()...), training, false,
+                   arity == 1 ? this->inputs[0]->mask() : nullptr);
     }(std::make_index_sequence<arity>{});
   }
   typename base::output_view output() const override { return call.output(); }
+  const bool* mask() const override { return call.output_mask(); }
   void backward(bool input_gradients, bool frozen) override {
     if (!this->has_adjoint) return;
     std::array<bool, arity> want{};

@@ -104,6 +104,25 @@ template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_
   if (t.dims() != d) t = Tensor<T, S>(d);
 }
 
+/// Keras's masks (one bool per step of a sequence: the output's extents without its last axis).
+/// L makes one (Embedding with mask_zero, Masking: `produces_mask`, `masks()`, and
+/// `compute_mask(x)`, a bool expression), reads its input's in its own forward pass (the recurrent
+/// layers: `consumes_mask`), and passes its input's on (`supports_masking`: Dense, Dropout, the
+/// activations and normalizations, a recurrent layer with return_sequences); any other layer drops
+/// it, as Keras's layers that do not support masking do.
+template <class L> concept produces_mask = requires { L::produces_mask; };
+template <class L> concept consumes_mask = requires { L::consumes_mask; };
+template <class L> constexpr bool passes_mask() {
+  if constexpr (requires { L::supports_masking; }) return L::supports_masking;
+  else return false;
+}
+/// The mask a call of L keeps (when L makes one).
+template <class L> struct mask_of { using type = no_record; };
+template <class L> requires produces_mask<L> struct mask_of<L> {
+  using expr = decltype(std::declval<const L&>().compute_mask(std::declval<const std::tuple_element_t<0, input_views<L>>&>()));
+  using type = Tensor<bool, shape_t<expr>>;
+};
+
 }  // namespace detail
 
 
@@ -129,16 +148,19 @@ template <class L> class layer_call {
   /// @brief Runs layer on xs (training: recording what backward needs); `trainable` is the
   /// layer's flag (a frozen BatchNormalization runs as in inference); `inference_mode` runs a
   /// training call's layer as in inference, still recorded (Keras's `layer(x, training=False)`
-  /// inside a training call). Returns a view of the output, valid until the next forward; the
-  /// inputs' memory must stay valid until backward.
-  output_view forward(L& layer, bool trainable, const inputs& xs, bool training, bool inference_mode = false) {
+  /// inside a training call). `mask`: the mask of the (first) input, one bool per step, or null.
+  /// Returns a view of the output, valid until the next forward; the inputs' memory (and the
+  /// mask's) must stay valid until backward.
+  output_view forward(L& layer, bool trainable, const inputs& xs, bool training, bool inference_mode = false, const bool* mask = nullptr) {
     trained_ = false;
+    out_mask_ = nullptr;
     if constexpr (!detail::differentiates_itself<L>) record_.reset();
     if constexpr (detail::records_inference<L>()) inference_record_.reset();
     xs_.emplace(xs);
     detail::each_sublayer(layer, [&](auto& s) { s.begin_call(this, trainable, training); });
     if constexpr (detail::differentiates_itself<L>) {
-      layer.forward(std::get<0>(*xs_), out_, training, state_);
+      if constexpr (detail::consumes_mask<L>) layer.forward(std::get<0>(*xs_), out_, training, state_, mask);
+      else layer.forward(std::get<0>(*xs_), out_, training, state_);
       trained_ = training;
     } else if (!training) {
       auto e = std::apply([&](const auto&... x) { return layer.call(x..., inference_t{}); }, *xs_);
@@ -152,11 +174,24 @@ template <class L> class layer_call {
     } else {
       record(layer, record_, training_t{});
     }
+    if constexpr (detail::produces_mask<L>) {
+      if (layer.masks()) {
+        auto m = layer.compute_mask(std::get<0>(*xs_));
+        detail::resize(mask_, m.dims());
+        executor<device_t<decltype(m)>>::assign(mask_.data(), mask_.dims(), m);
+        out_mask_ = mask_.data();
+      }
+    } else if constexpr (detail::passes_mask<L>()) {
+      out_mask_ = mask;
+    }
     return output();
   }
 
   /// @brief The last output.
   output_view output() const { return output_view(out_.data(), out_.dims()); }
+  /// @brief The mask of the last output (one bool per step: the output's extents without its last
+  /// axis), or null when it has none.
+  const bool* output_mask() const { return out_mask_; }
   /// @brief The inputs of the last forward.
   const inputs& input() const { return *xs_; }
 
@@ -203,6 +238,8 @@ template <class L> class layer_call {
   typename detail::optional_recording<L, training_t, !detail::differentiates_itself<L>>::type record_;
   typename detail::optional_recording<L, inference_t, detail::records_inference<L>()>::type inference_record_;
   typename detail::call_state_of<L>::type state_;
+  typename detail::mask_of<L>::type mask_;
+  const bool* out_mask_ = nullptr;
   // Made by the first backward pass (or request): a model that only infers never instantiates
   // its layers' gradient tensors.
   detail::lazy_optional<gradient_tensors> grads_;
@@ -262,14 +299,16 @@ template <class L> class layer_instance {
   /// backward.
   /// `frozen`: the model holding the layer does not train (a BatchNormalization then runs as in
   /// inference, and no weight gets a gradient).
-  output_view forward(const typename call_type::inputs& xs, bool training, bool frozen = false) {
-    return call_.forward(layer, trainable && !frozen, xs, training);
+  /// `mask`: the input's mask (Keras's), one bool per step, or null.
+  output_view forward(const typename call_type::inputs& xs, bool training, bool frozen = false, const bool* mask = nullptr) {
+    return call_.forward(layer, trainable && !frozen, xs, training, false, mask);
   }
-  output_view forward(const input_view& x, bool training, bool frozen = false) requires(arity == 1) {
-    return call_.forward(layer, trainable && !frozen, {x}, training);
+  output_view forward(const input_view& x, bool training, bool frozen = false, const bool* mask = nullptr) requires(arity == 1) {
+    return call_.forward(layer, trainable && !frozen, {x}, training, false, mask);
   }
-  /// @brief The last output.
+  /// @brief The last output, and its mask (null: none).
   output_view output() const { return call_.output(); }
+  const bool* output_mask() const { return call_.output_mask(); }
 
   /// @brief The backward pass of the last training forward: from dy (the adjoint of the output),
   /// the gradients of the trainable weights (with their regularizers': `gradient<I>()`,

@@ -107,7 +107,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// @brief Runs the model on x (inference, or training: recorded for backward) and returns a
   /// view of its output, valid until the next call.
   output_view operator()(const input_view& x, bool training = false) {
-    return run_from<0>(x, training);
+    return run_from<0>(x, training, nullptr);
   }
   /// @brief The same for a tensor (viewed) or any expression (evaluated first) of the input's
   /// dtype and shape: another dtype or rank is a compile error, other extents a shape_error
@@ -151,10 +151,12 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   }
 
  private:
-  template <std::size_t I, class V> output_view run_from(const V& x, bool training) {
-    auto out = std::get<I>(layers_).forward(x, training, !trainable);
+  // Each layer gets the mask of the layer before (Keras's mask propagation).
+  template <std::size_t I, class V> output_view run_from(const V& x, bool training, const bool* mask) {
+    auto& layer = std::get<I>(layers_);
+    auto out = layer.forward(x, training, !trainable, mask);
     if constexpr (I + 1 == size) return out;
-    else return run_from<I + 1>(out, training);
+    else return run_from<I + 1>(out, training, layer.output_mask());
   }
   template <std::size_t I> std::optional<Tensor<input_value_type, input_shape>> back(const auto& dy, bool input_gradient) {
     auto& layer = std::get<I>(layers_);

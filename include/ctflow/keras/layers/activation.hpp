@@ -21,6 +21,7 @@ namespace detail {
 template <const char* Name, class F> struct elementwise_layer {
   template <class T, ShapeType In> struct built {
     static constexpr const char* class_name = Name;
+    static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
     using input_shape = In;
     using output_shape = In;

@@ -42,6 +42,7 @@ template <std::size_t Units, auto... Options> struct Dense {
     static_assert(In::rank >= 2, "ctflow::keras::Dense: its input must be [batch, ..., features]");
     static_assert(features != dyn, "ctflow::keras::Dense: the input's last axis (its features) must have a static extent");
     static constexpr const char* class_name = "Dense";
+    static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
     using input_shape = In;
     using output_shape = shape_of<[] {

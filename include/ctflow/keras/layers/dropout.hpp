@@ -33,6 +33,7 @@ struct Dropout {
 
   template <class T, ShapeType In> struct built {
     static constexpr const char* class_name = "Dropout";
+    static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
     using input_shape = In;
     using output_shape = In;

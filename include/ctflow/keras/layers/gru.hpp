@@ -61,6 +61,8 @@ template <std::size_t Units, auto... Options> struct GRU {
     static constexpr const char* class_name = "GRU";
     static constexpr const char* cell_class_name = "GRUCell";
     static constexpr bool differentiates_itself = true;
+    static constexpr bool consumes_mask = true;
+    static constexpr bool supports_masking = sequences;
     using value_type = T;
     using input_shape = In;
     using output_shape = detail::recurrent_output<In, Units, sequences>;
@@ -102,11 +104,12 @@ template <std::size_t Units, auto... Options> struct GRU {
       std::vector<T> gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_;
     };
 
-    /// Runs the sequence x into out, keeping in st each step's gates and states for backward.
-    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st) const {
+    /// Runs the sequence x into out, keeping in st each step's gates and states for backward;
+    /// mask: [batch, timesteps] (null: none).
+    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st, const bool* mask = nullptr) const {
       using D = device_t<X>;
       auto& [seq_, x_, gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_] = st;
-      seq_ = {x.dims()[0], x.dims()[1], backwards};
+      seq_ = {x.dims()[0], x.dims()[1], backwards, mask};
       const std::size_t B = seq_.batch, S = seq_.steps;
       if (S == 0) throw value_error("ctflow::keras::GRU: its input has no timesteps");
       keras::detail::resize(out, output_dims(x.dims()));
@@ -160,6 +163,8 @@ template <std::size_t Units, auto... Options> struct GRU {
               h_next[k] = zb[j] * h[k] + (T(1) - zb[j]) * zb[2 * units + j];
             }
         }
+        for (std::size_t b = 0; b < B; ++b)
+          if (seq_.skipped(b, t)) std::copy_n(h + b * units, units, h_next + b * units);
         if constexpr (sequences)
           for (std::size_t b = 0; b < B; ++b) std::copy_n(h_next + b * units, units, out.data() + (b * S + t) * units);
       }
@@ -194,7 +199,13 @@ template <std::size_t Units, auto... Options> struct GRU {
         const T* kept = kept_.data() + t * B * units;
         const T* h_prev = states_.data() + t * B * units;
         // dh_ becomes the adjoint of h_prev: its direct part here, the products' below.
-        for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t b = 0; b < B; ++b) {
+          if (seq_.skipped(b, t)) {
+            // The state passed through: h's adjoint goes on to the step before as it is.
+            std::fill_n(dxi_.data() + b * gates, gates, T(0));
+            if constexpr (after) std::fill_n(dhr_.data() + b * gates, gates, T(0));
+            continue;
+          }
           for (std::size_t j = 0; j < units; ++j) {
             const std::size_t k = b * units + j;
             const T* zb = z + b * gates;
@@ -211,6 +222,7 @@ template <std::size_t Units, auto... Options> struct GRU {
             }
             dh_[k] = dh * zg;
           }
+        }
         if constexpr (!after) {
           // d(r * h) = dhh @ recurrent_kernel_h^T; then r's adjoint, and h's through r * h.
           detail::product<D>(B, units, units, dxi_.data() + 2 * units, gates, 1, U + 2 * units, 1, gates, drh_.data(), units, false);

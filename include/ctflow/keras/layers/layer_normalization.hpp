@@ -33,6 +33,7 @@ struct LayerNormalization {
     static constexpr std::size_t features = In::extents[std::size_t(In::rank - 1)];
     static_assert(features != dyn, "ctflow::keras::LayerNormalization: the input's last axis must have a static extent");
     static constexpr const char* class_name = "LayerNormalization";
+    static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
     using input_shape = In;
     using output_shape = In;

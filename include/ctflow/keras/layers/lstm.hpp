@@ -64,6 +64,8 @@ template <std::size_t Units, auto... Options> struct LSTM {
     static constexpr const char* class_name = "LSTM";
     static constexpr const char* cell_class_name = "LSTMCell";
     static constexpr bool differentiates_itself = true;
+    static constexpr bool consumes_mask = true;
+    static constexpr bool supports_masking = sequences;
     using value_type = T;
     using input_shape = In;
     using output_shape = detail::recurrent_output<In, Units, sequences>;
@@ -115,11 +117,12 @@ template <std::size_t Units, auto... Options> struct LSTM {
       std::vector<T> gates_, cells_, states_, cell_out_, dh_, dc_, dz_;
     };
 
-    /// Runs the sequence x into out, keeping in st each step's gates and states for backward.
-    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st) const {
+    /// Runs the sequence x into out, keeping in st each step's gates and states for backward;
+    /// mask: [batch, timesteps] (null: none).
+    template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st, const bool* mask = nullptr) const {
       using D = device_t<X>;
       auto& [seq_, x_, gates_, cells_, states_, cell_out_, dh_, dc_, dz_] = st;
-      seq_ = {x.dims()[0], x.dims()[1], backwards};
+      seq_ = {x.dims()[0], x.dims()[1], backwards, mask};
       const std::size_t B = seq_.batch, S = seq_.steps;
       if (S == 0) throw value_error("ctflow::keras::LSTM: its input has no timesteps");
       keras::detail::resize(out, output_dims(x.dims()));
@@ -139,6 +142,11 @@ template <std::size_t Units, auto... Options> struct LSTM {
         T* h_next = states_.data() + (t + 1) * B * units;
         T* ac = cell_out_.data() + t * B * units;
         for (std::size_t b = 0; b < B; ++b) {
+          if (seq_.skipped(b, t)) {
+            std::copy_n(c_prev + b * units, units, c + b * units);
+            std::copy_n(h + b * units, units, h_next + b * units);
+            continue;
+          }
           T* zb = z + b * gates;
           for (std::size_t j = 0; j < units; ++j) {
             const T i = fr::value(zb[j]), f = fr::value(zb[units + j]), g = fx::value(zb[2 * units + j]), o = fr::value(zb[3 * units + j]);
@@ -182,6 +190,11 @@ template <std::size_t Units, auto... Options> struct LSTM {
         for (std::size_t b = 0; b < B; ++b) {
           const T* zb = z + b * gates;
           T* d = dz_.data() + b * gates;
+          if (seq_.skipped(b, t)) {
+            // The state passed through: h's and c's adjoints go on to the step before as they are.
+            std::fill_n(d, gates, T(0));
+            continue;
+          }
           for (std::size_t j = 0; j < units; ++j) {
             const std::size_t k = b * units + j;
             const T i = zb[j], f = zb[units + j], g = zb[2 * units + j], o = zb[3 * units + j];
@@ -191,6 +204,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
             d[2 * units + j] = dc * i * fx::derivative(g);
             d[3 * units + j] = dh_[k] * ac[k] * fr::derivative(o);
             dc_[k] = dc * f;
+            dh_[k] = T(0);  // h_prev's adjoint comes from the product below
           }
         }
         const T* h_prev = states_.data() + t * B * units;
@@ -199,7 +213,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
         if (du) detail::product<D>(units, gates, B, h_prev, 1, units, dz_.data(), gates, 1, du, gates, true);
         detail::add_column_sums(db, dz_.data(), B, gates);
         if (dx) detail::product<D>(B, features, gates, dz_.data(), gates, 1, kernel.data(), 1, gates, dx + s * features, std::ptrdiff_t(S * features), false);
-        if (t > 0) detail::product<D>(B, units, gates, dz_.data(), gates, 1, recurrent_kernel.data(), 1, gates, dh_.data(), units, false);
+        if (t > 0) detail::product<D>(B, units, gates, dz_.data(), gates, 1, recurrent_kernel.data(), 1, gates, dh_.data(), units, true);
       }
     }
 

@@ -4,7 +4,8 @@
 /// last step's, or every step's with return_sequences), the scalar activations of their gates, and
 /// the products of their steps (ctflow's matmul on strided views). Both compute their own backward
 /// pass through time (`differentiates_itself`): a step's recurrence is a loop over time, which an
-/// expression of fixed type cannot unroll for a run-time number of steps.
+/// expression of fixed type cannot unroll for a run-time number of steps. Both read the mask of
+/// their input (Embedding's mask_zero, Masking) and pass it on with return_sequences.
 
 #include <algorithm>
 #include <cmath>
@@ -97,11 +98,16 @@ template <class G, class Target> auto* gradient_slot(maybe<G>& g, const Target* 
   return g->data();
 }
 
-/// The extents of a sequence and the time index of each step (the last first with go_backwards).
+/// The extents of a sequence, the time index of each step (the last first with go_backwards) and
+/// its mask ([batch, timesteps], Keras's: a masked step leaves the state as it was and outputs it;
+/// null: none).
 struct sequence {
   std::size_t batch = 0, steps = 0;
   bool backwards = false;
+  const bool* mask = nullptr;
   std::size_t time(std::size_t step) const { return backwards ? steps - 1 - step : step; }
+  /// Whether sequence b's step `step` (in the order the layer runs) is masked out.
+  bool skipped(std::size_t b, std::size_t step) const { return mask && !mask[b * steps + time(step)]; }
 };
 
 /// Keras's get_config of a recurrent layer (LSTM, GRU) of spec s, Units units, up to its

@@ -21,6 +21,7 @@ struct Rescaling {
   void get_config(config_dict& c) const { c.set("scale", scale).set("offset", offset); }
   template <class T, ShapeType In> struct built {
     static constexpr const char* class_name = "Rescaling";
+    static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
     using input_shape = In;
     using output_shape = In;
