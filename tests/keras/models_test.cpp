@@ -142,6 +142,44 @@ TEST_CASE("an optimizer trains a model through its table of variables: the loss 
   CHECK(warm_calls == 0);
 }
 
+namespace {
+/// The heap allocations fit makes in each warm step of model (every step but each epoch's first,
+/// from one step's end to the next's), summed over 2 epochs of 4 batches of 16 (80 samples, 20% for validation).
+template <class Model, class X, class Y> std::size_t warm_step_allocations(Model& model, const X& x, const Y& y) {
+  std::size_t warm = 0, last = 0, steps = 0;
+  keras::callbacks::LambdaCallback probe({.on_train_batch_end = [&](std::int64_t batch, const keras::callbacks::Logs&) {
+    if (batch > 0) warm += counting_new::calls.load() - last, ++steps;
+    last = counting_new::calls.load();
+  }});
+  model.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0, .callbacks = {probe}, .validation_split = 0.2});
+  REQUIRE(steps == 2 * 3);
+  return warm;
+}
+}  // namespace
+
+TEST_CASE("fit: a warm training step allocates nothing (convolution, max pooling, Dropout; a masked Embedding under an LSTM)") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<8, 8, 1>>, layers::Conv2D<4, 3, activations::relu>, layers::MaxPooling2D<>, layers::Flatten,
+                    layers::Dropout, layers::Dense<3>>
+      cnn({}, {}, {}, {}, layers::Dropout(0.25), {});
+  cnn.compile(keras::optimizers::Adam{}, keras::losses::SparseCategoricalCrossentropy{.from_logits = true}, {"accuracy"});
+  const auto images = random_uniform<float, Shape<dyn, 8, 8, 1>>(3, 0, 1, {80, 8, 8, 1});
+  Tensor<std::int32_t, Shape<dyn>> classes({80});
+  for (std::size_t i = 0; i < 80; ++i) classes.data()[i] = std::int32_t(i % 3);
+  CHECK(warm_step_allocations(cnn, images, classes) == 0);
+
+  keras::Sequential<keras::Input<std::int32_t, Shape<6>>, layers::Embedding<12, 4>, layers::LSTM<5>, layers::Dense<1, activations::sigmoid>> text(
+      {}, {.mask_zero = true}, {}, {});
+  text.compile(keras::optimizers::RMSprop{}, keras::losses::BinaryCrossentropy{}, {"accuracy"});
+  Tensor<std::int32_t, Shape<dyn, 6>> tokens({80, 6});
+  Tensor<float, Shape<dyn, 1>> labels({80, 1});
+  for (std::size_t i = 0; i < 80; ++i) {
+    for (std::size_t t = 0; t < 6; ++t) tokens.data()[i * 6 + t] = t < 2 + i % 4 ? std::int32_t(1 + (i * 7 + t) % 11) : 0;
+    labels.data()[i] = float(i % 2);
+  }
+  CHECK(warm_step_allocations(text, tokens, labels) == 0);
+}
+
 TEST_CASE("train::Checkpoint keeps a model and its optimizer: a restored run continues bitwise as the first") {
   keras::backend::clear_session();
   using Net = keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16, activations::relu>, layers::Dense<1>>;

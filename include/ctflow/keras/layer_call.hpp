@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <new>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -30,31 +31,41 @@ template <class L, class... In, class... W, class Mode> struct recording_of<L, s
 };
 
 /// An optional R on the heap whose type is completed only where one is made or used: a model
-/// that is only built, or only infers, never instantiates its layers' recordings.
+/// that is only built, or only infers, never instantiates its layers' recordings. Its memory is
+/// kept from one emplace to the next (a warm training step makes its recordings in place).
 template <class R> class lazy_optional {
  public:
   lazy_optional() = default;
   lazy_optional(const lazy_optional&) = delete;
   lazy_optional& operator=(const lazy_optional&) = delete;
-  ~lazy_optional() { reset(); }
+  ~lazy_optional() {
+    reset();
+    if (memory_) release_(memory_);
+  }
   template <class... A> R& emplace(A&&... a) {
     reset();
-    R* r = new R(std::forward<A>(a)...);
-    p_ = r;
-    destroy_ = [](void* p) { delete static_cast<R*>(p); };
+    if (!memory_) {
+      memory_ = ::operator new(sizeof(R), std::align_val_t(alignof(R)));
+      release_ = [](void* p) { ::operator delete(p, std::align_val_t(alignof(R))); };
+      destroy_ = [](void* p) { static_cast<R*>(p)->~R(); };
+    }
+    R* r = ::new (memory_) R(std::forward<A>(a)...);
+    live_ = true;
     return *r;
   }
   void reset() {
-    if (p_) destroy_(p_);
-    p_ = nullptr;
+    if (live_) destroy_(memory_);
+    live_ = false;
   }
-  explicit operator bool() const { return p_ != nullptr; }
-  R* operator->() const { return static_cast<R*>(p_); }
-  R& operator*() const { return *static_cast<R*>(p_); }
+  explicit operator bool() const { return live_; }
+  R* operator->() const { return static_cast<R*>(memory_); }
+  R& operator*() const { return *static_cast<R*>(memory_); }
 
  private:
-  void* p_ = nullptr;
+  void* memory_ = nullptr;
+  bool live_ = false;
   void (*destroy_)(void*) = nullptr;
+  void (*release_)(void*) = nullptr;
 };
 
 /// Nothing to record (a layer that differentiates itself; the frozen form of most layers).

@@ -251,12 +251,14 @@ template <class Derived, class T> class model_base {
     detail::batch_buffers<Derived, compiled_type<>> b;
     const auto labels = batches.fill(0, b);
     detail::reset_metrics(self(), c);
+    callbacks::Logs logs;
     if constexpr (Train) {
       Tensor<T, out_shape<>> dy;
-      return detail::fit_step(self(), c, *b.x_view, labels, dy);
+      detail::fit_step(self(), c, *b.x_view, labels, dy, logs);
     } else {
-      return detail::evaluation_step(self(), c, *b.x_view, labels);
+      detail::evaluation_step(self(), c, *b.x_view, labels, logs);
     }
+    return logs;
   }
   std::shared_ptr<detail::compiled_base> compiled_;
 

@@ -324,10 +324,14 @@ template <class T, class OutS> struct compiled final : compiled_base {
     loss_tracker.reset_state();
     for (auto& m : metrics) m.reset();
   }
-  callbacks::Logs results() const {
-    callbacks::Logs logs;
+  /// The loss and metrics into logs (in place: once logs holds their keys, no allocation).
+  void results(callbacks::Logs& logs) const {
     logs["loss"] = loss_tracker.result();
     for (const auto& m : metrics) logs[m.name] = m.result();
+  }
+  callbacks::Logs results() const {
+    callbacks::Logs logs;
+    results(logs);
     return logs;
   }
 };
@@ -715,18 +719,26 @@ template <class Model, class C> void test_step(Model& model, C& c, const typenam
   for (auto& m : c.metrics) y.sparse ? m.update.sparse(*y.sparse, out, y.weight, nullptr) : m.update.dense(*y.dense, out, y.weight, nullptr);
 }
 
-/// A batch's training step: the model's custom train_step, or compile's; the logs after it.
+/// A batch's training step: the model's custom train_step, or compile's; the logs after it, into
+/// logs.
 template <class Model, class C>
-callbacks::Logs fit_step(Model& model, C& c, const typename Model::input_type& x, const batch_labels<C>& y, Tensor<value_t<typename C::output_view>, shape_t<typename C::output_view>>& dy) {
-  if (model.steps.train_step) return model.steps.train_step(model, batch_data<Model>{x, y.dense, y.sparse, y.weight});
+void fit_step(Model& model, C& c, const typename Model::input_type& x, const batch_labels<C>& y, Tensor<value_t<typename C::output_view>, shape_t<typename C::output_view>>& dy,
+              callbacks::Logs& logs) {
+  if (model.steps.train_step) {
+    logs = model.steps.train_step(model, batch_data<Model>{x, y.dense, y.sparse, y.weight});
+    return;
+  }
   train_step(model, c, x, y, dy);
-  return c.results();
+  c.results(logs);
 }
 /// A batch's evaluation step, the same way.
-template <class Model, class C> callbacks::Logs evaluation_step(Model& model, C& c, const typename Model::input_type& x, const batch_labels<C>& y) {
-  if (model.steps.test_step) return model.steps.test_step(model, batch_data<Model>{x, y.dense, y.sparse, y.weight});
+template <class Model, class C> void evaluation_step(Model& model, C& c, const typename Model::input_type& x, const batch_labels<C>& y, callbacks::Logs& logs) {
+  if (model.steps.test_step) {
+    logs = model.steps.test_step(model, batch_data<Model>{x, y.dense, y.sparse, y.weight});
+    return;
+  }
   test_step(model, c, x, y);
-  return c.results();
+  c.results(logs);
 }
 /// Resets compile's metrics and the custom steps' own.
 template <class Model, class C> void reset_metrics(Model& model, C& c) {
@@ -835,7 +847,7 @@ template <class Model, class C, class ForEach> callbacks::Logs run_test(Model& m
   cbs.each([&](callbacks::Callback& cb) { cb.on_test_begin({}); });
   for_each_batch([&](std::int64_t step, const typename Model::input_type& x, const batch_labels<C>& y) {
     cbs.each([&](callbacks::Callback& cb) { cb.on_test_batch_begin(step, {}); });
-    logs = evaluation_step(model, c, x, y);
+    evaluation_step(model, c, x, y, logs);
     cbs.each([&](callbacks::Callback& cb) { cb.on_test_batch_end(step, logs); });
     return true;
   });
@@ -855,7 +867,7 @@ callbacks::History run_fit(Model& model, C& c, const fit_options& o, std::option
   model_handle<Model, C> handle(model, &c, seed);
   callback_list cbs(o.callbacks, handle, {o.verbose.level, o.epochs, steps}, true);
   Tensor<T, shape_t<typename C::output_view>> dy;
-  callbacks::Logs logs;
+  callbacks::Logs logs, batch_logs;
   cbs.each([&](callbacks::Callback& cb) { cb.on_train_begin({}); });
   std::int64_t epoch = o.initial_epoch, first_step = 0;
   if (handle.resume) {
@@ -868,9 +880,9 @@ callbacks::History run_fit(Model& model, C& c, const fit_options& o, std::option
     callbacks::Logs epoch_logs;
     for_each_batch(epoch, first_step, [&](std::int64_t step, const typename Model::input_type& x, const batch_labels<C>& y) {
       cbs.each([&](callbacks::Callback& cb) { cb.on_train_batch_begin(step, {}); });
-      logs = fit_step(model, c, x, y, dy);
-      epoch_logs = logs;
-      cbs.each([&](callbacks::Callback& cb) { cb.on_train_batch_end(step, logs); });
+      fit_step(model, c, x, y, dy, batch_logs);
+      epoch_logs = batch_logs;
+      cbs.each([&](callbacks::Callback& cb) { cb.on_train_batch_end(step, batch_logs); });
       return !handle.stop_training;
     });
     first_step = 0;

@@ -99,7 +99,10 @@ template <class T, class F> void each_output_row_accumulating(const nn::detail::
   const std::size_t slots = g.kh + g.sh;  // the rows in use and those still to move out
   parallel_for(g.n, grain_for(g.h * row), 1, [&](std::size_t b, std::size_t e) {
     ctflow::detail::buffer<V> ring(in_place ? 0 : slots * row, !in_place), scratch(scratch_size, false);
-    std::vector<V*> rows(g.h);
+    // The rows' accumulators: on the stack for images up to 256 rows (no allocation per call).
+    V* stack_rows[256];
+    std::vector<V*> heap_rows(g.h > 256 ? g.h : 0);
+    V** const rows = g.h > 256 ? heap_rows.data() : stack_rows;
     if (!in_place)
       for (std::size_t y = 0; y < g.h; ++y) rows[y] = ring.data() + (y % slots) * row;
     for (std::size_t n = b; n < e; ++n) {
@@ -134,7 +137,7 @@ template <class T, class F> void each_output_row_accumulating(const nn::detail::
         final_before(clip(ys));
         for (const std::size_t y1 = clip(ys + std::ptrdiff_t(g.kh)); started < y1; ++started)
           if (in_place) std::fill_n(rows[started], row, V(0));  // ring rows are zero when free
-        f(n, oy, rows.data(), scratch.data(), flush);
+        f(n, oy, rows, scratch.data(), flush);
       }
       final_before(g.h);
       move_to(row);
