@@ -259,10 +259,9 @@ template <class T> void forward_direct(const geometry& g, const T* x, const T* f
   // a panel with one lane in use.
   ctflow::detail::buffer<T> column(g.o == 1 ? depth : 0, false);
   for (std::size_t d = 0; d < column.size(); ++d) column.data()[d] = filters[d * NR];
-  parallel_for(g.n, grain_for(g.oh * g.ow * depth * g.o), 1, [&](std::size_t b, std::size_t e) {
-    ctflow::detail::buffer<T> image(pad.elements, false);
+  parallel_for_scratch<T>(g.n, grain_for(g.oh * g.ow * depth * g.o), 1, pad.elements, [&](std::size_t b, std::size_t e, T* image) {
     for (std::size_t n = b; n < e; ++n) {
-      pad.fill(g, x + n * g.h * g.w * g.c, image.data());
+      pad.fill(g, x + n * g.h * g.w * g.c, image);
       T* const image_out = y + n * g.oh * g.ow * g.o;
       std::size_t oy = 0, ox = 0;  // of pixel q0, counted along padded rows (no division per tile)
       for (std::size_t q0 = 0; q0 < pixels; q0 += MR) {
@@ -271,7 +270,7 @@ template <class T> void forward_direct(const geometry& g, const T* x, const T* f
           out[i] = oy < g.oh && ox < g.ow ? image_out + (oy * g.ow + ox) * g.o : nullptr;
           if (++ox == pad.per_row) ox = 0, ++oy;
         }
-        const T* a = image.data() + std::ptrdiff_t(q0) * rs;
+        const T* a = image + std::ptrdiff_t(q0) * rs;
         if (g.o == 1) dot_tile<T, MR>(a, rs, taps.data(), taps.size(), g.c, column.data(), out);
         else
           for (std::size_t j = 0; j < g.o; j += NR)
@@ -337,20 +336,19 @@ template <class T, std::size_t MR, std::size_t NV> void filter_direct(const geom
   for (std::size_t d = 0; d < depth; ++d) off.data()[d] = taps.data()[d / g.c] + std::ptrdiff_t(d % g.c);
   // Output rows per block: about 64 pixels, whose dy rows stay in L1 while every tile meets them.
   const std::size_t block = std::max<std::size_t>(1, 64 / g.ow);
-  reduce::sum_in_chunk_order(chunks, size, df, [&](std::size_t chunk, T* sum) {
-    ctflow::detail::buffer<T> image(pad.elements, false);
+  reduce::sum_in_chunk_order(chunks, size, df, [&](std::size_t chunk, T* sum, T* image) {
     bool first = true;
     for (std::size_t n = g.n * chunk / chunks; n < g.n * (chunk + 1) / chunks; ++n) {
-      pad.fill(g, x + n * g.h * g.w * g.c, image.data());
+      pad.fill(g, x + n * g.h * g.w * g.c, image);
       const T* dyn = dy + n * g.oh * g.ow * g.o;
       for (std::size_t oy = 0; oy < g.oh; oy += block, first = false)
         for (std::size_t d = 0; d < depth; d += MR)
           for (std::size_t j = 0; j < g.o; j += NR)
-            filter_tile<T, MR, NV>(image.data(), off.data() + d, oy, std::min(g.oh, oy + block), g.ow, std::ptrdiff_t(pad.width * g.c),
+            filter_tile<T, MR, NV>(image, off.data() + d, oy, std::min(g.oh, oy + block), g.ow, std::ptrdiff_t(pad.width * g.c),
                                    std::ptrdiff_t(g.sw * g.c), dyn + j, g.o, sum + d * g.o + j, g.o, std::min(MR, depth - d),
                                    std::min(NR, g.o - j), !first);
     }
-  });
+  }, pad.elements);
 }
 
 /// filter_direct with the tile that suits the number of outputs: few outputs take more taps to a

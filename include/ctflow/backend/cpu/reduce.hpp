@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 #include <array>
 
 #include <ctflow/core/shape.hpp>
@@ -74,21 +75,25 @@ template <class Op, class V> void combine_row_range(const Op& op, V* acc, const 
 /// Results computed in a fixed number of chunks, combined in chunk order: partial(i, dst) writes
 /// chunk i's `size` values to its own scratch dst, one chunk per thread at a time; out is chunk
 /// 0, then combine(out, chunk i, size) for i = 1, 2, ... So the result does not depend on the
-/// thread count.
+/// thread count. With `work` > 0, partial(i, dst, work) also gets `work` elements of working
+/// memory, its thread's (parallel_for_scratch).
 template <class V, class Partial, class Combine>
-void in_chunk_order(std::size_t chunks, std::size_t size, V* out, Partial&& partial, Combine&& combine) {
+void in_chunk_order(std::size_t chunks, std::size_t size, V* out, Partial&& partial, Combine&& combine, std::size_t work = 0) {
   detail::buffer<V> scratch(chunks * size, false);
-  parallel_for(chunks, 1, 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) partial(i, scratch.data() + i * size);
+  parallel_for_scratch<V>(chunks, 1, 1, work, [&](std::size_t b, std::size_t e, V* w) {
+    for (std::size_t i = b; i < e; ++i) {
+      if constexpr (std::is_invocable_v<Partial&, std::size_t, V*, V*>) partial(i, scratch.data() + i * size, w);
+      else partial(i, scratch.data() + i * size);
+    }
   });
   std::copy_n(scratch.data(), size, out);
   for (std::size_t i = 1; i < chunks; ++i) combine(out, scratch.data() + i * size, size);
 }
 /// in_chunk_order whose chunks are added.
-template <class V, class Partial> void sum_in_chunk_order(std::size_t chunks, std::size_t size, V* out, Partial&& partial) {
+template <class V, class Partial> void sum_in_chunk_order(std::size_t chunks, std::size_t size, V* out, Partial&& partial, std::size_t work = 0) {
   in_chunk_order(chunks, size, out, partial, [](V* o, const V* p, std::size_t n) {
     for (std::size_t j = 0; j < n; ++j) o[j] += p[j];
-  });
+  }, work);
 }
 
 /// Elements per block of a full reduction: partial results are per block, then combined in

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <ctflow/detail/buffer.hpp>
 #include <ctflow/detail/linkage.hpp>
 
 namespace ctflow::backend::cpu {
@@ -165,16 +166,29 @@ inline constexpr std::size_t task_work = std::size_t(1) << 16;
 /// The grain of a loop whose items each touch `work` elements: task_work's worth of them.
 constexpr std::size_t grain_for(std::size_t work) { return std::max<std::size_t>(1, task_work / std::max<std::size_t>(work, 1)); }
 
+/// How parallel_for cuts [0, n): `count` ranges of `per` elements (the last may be shorter), at
+/// most one per thread, none holding less than `grain` unless it is the only one, multiples of
+/// `align`. Fixed by n, grain, align and the pool's size, not by how threads meet the ranges.
+struct ranges {
+  std::size_t count = 1, per = 0;
+  /// The index of the range that starts at `begin`.
+  std::size_t index(std::size_t begin) const { return per ? begin / per : 0; }
+};
+inline ranges split_ranges(std::size_t n, std::size_t grain, std::size_t align) {
+  std::size_t chunks = std::min<std::size_t>(std::size_t(pool().size()), std::max<std::size_t>(1, n / std::max<std::size_t>(grain, 1)));
+  if (chunks <= 1) return {1, n};
+  std::size_t per = (n + chunks - 1) / chunks;
+  per = (per + align - 1) / align * align;
+  return {(n + per - 1) / per, per};
+}
+
 /// parallel_for's work, compiled once rather than for every loop body.
 CTFLOW_OUTLINE inline void parallel_ranges(std::size_t n, std::size_t grain, std::size_t align, function_ref<void(std::size_t, std::size_t)> f) {
   if (n == 0) return;
-  std::size_t chunks = std::min<std::size_t>(std::size_t(pool().size()), std::max<std::size_t>(1, n / std::max<std::size_t>(grain, 1)));
-  if (chunks <= 1) { f(std::size_t(0), n); return; }
-  std::size_t per = (n + chunks - 1) / chunks;
-  per = (per + align - 1) / align * align;
-  chunks = (n + per - 1) / per;
-  pool().run(int(chunks), [&](int t) {
-    const std::size_t b = std::size_t(t) * per, e = std::min(n, b + per);
+  const ranges r = split_ranges(n, grain, align);
+  if (r.count <= 1) { f(std::size_t(0), n); return; }
+  pool().run(int(r.count), [&](int t) {
+    const std::size_t b = std::size_t(t) * r.per, e = std::min(n, b + r.per);
     if (b < e) f(b, e);
   });
 }
@@ -183,6 +197,19 @@ CTFLOW_OUTLINE inline void parallel_ranges(std::size_t n, std::size_t grain, std
 /// would hold less than `grain`; calls f(begin, end) for each.
 template <class F> void parallel_for(std::size_t n, std::size_t grain, std::size_t align, F&& f) {
   parallel_ranges(n, grain, align, function_ref<void(std::size_t, std::size_t)>(f));
+}
+
+/// parallel_for whose ranges each get `elems` elements of T of their own: f(begin, end, scratch).
+/// The scratch of all ranges is one block taken before they run, so a call takes the same memory
+/// however its ranges meet on threads (a block per range taken inside f would take one or two
+/// blocks as the ranges happen to overlap, and a warm step could still find the cache short).
+template <class T, class F> void parallel_for_scratch(std::size_t n, std::size_t grain, std::size_t align, std::size_t elems, F&& f) {
+  if (n == 0) return;
+  const ranges r = split_ranges(n, grain, align);
+  // Each range's part starts on a cache line of its own.
+  const std::size_t stride = (elems * sizeof(T) + ctflow::detail::alignment - 1) / ctflow::detail::alignment * ctflow::detail::alignment / sizeof(T);
+  ctflow::detail::buffer<T> scratch(r.count * stride, false);
+  parallel_for(n, grain, align, [&](std::size_t b, std::size_t e) { f(b, e, scratch.data() + r.index(b) * stride); });
 }
 
 }  // namespace ctflow::backend::cpu

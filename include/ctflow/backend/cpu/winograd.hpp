@@ -282,10 +282,9 @@ template <class T> void forward(const geometry& g, const T* x, const T* u, T* y)
   // gemm::small (and so sums in the same order) as on one thread; a task takes at least a chunk
   // and task_work's worth of transformed inputs and products, so that a small call (the CNN's
   // 36 tiles at batch 1) stays on one thread.
-  parallel_for(tl.count, std::max(chunk, grain_for(16 * (cp + op))), 8, [&](std::size_t tb, std::size_t te) {
-    ctflow::detail::buffer<T> vbuf(16 * vs + cp, false), mbuf(16 * ms, false);
-    T* const v = vbuf.data();
-    T* const m = mbuf.data();
+  parallel_for_scratch<T>(tl.count, std::max(chunk, grain_for(16 * (cp + op))), 8, 16 * vs + cp + 16 * ms, [&](std::size_t tb, std::size_t te, T* work) {
+    T* const v = work;
+    T* const m = work + 16 * vs + cp;
     std::fill_n(v + 16 * vs, cp, T(0));
     for (std::size_t t0 = tb; t0 < te; t0 += chunk) {
       const std::size_t nt = std::min(chunk, te - t0);
@@ -351,10 +350,9 @@ template <class T> void input_gradient(const geometry& g, const T* dy, const T* 
   const tiling tl(g);
   const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), chunk = chunk_tiles<T>(cp, op), ds = chunk * op + L, ms = chunk * cp + L;
   const std::size_t per_image = tl.th * tl.tw, images = std::max<std::size_t>(1, chunk / per_image), image_size = g.h * g.w * g.c;
-  parallel_for((g.n + images - 1) / images, 1, 1, [&](std::size_t gb, std::size_t ge) {
-    ctflow::detail::buffer<T> dbuf(16 * ds, false), mbuf(16 * ms + cp, false);
-    T* const d = dbuf.data();
-    T* const m = mbuf.data();
+  parallel_for_scratch<T>((g.n + images - 1) / images, 1, 1, 16 * ds + 16 * ms + cp, [&](std::size_t gb, std::size_t ge, T* work) {
+    T* const d = work;
+    T* const m = work + 16 * ds;
     T* const sink = m + 16 * ms;
     const std::size_t n0 = gb * images, n1 = std::min(g.n, ge * images);
     std::fill(dx + n0 * image_size, dx + n1 * image_size, T(0));
@@ -385,10 +383,9 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
   // Groups of at least 8 chunks: each adds its 16 [c x o] products in place, chunk by chunk.
   const std::size_t groups = std::clamp<std::size_t>(tl.count / (8 * chunk), 1, 16);
   ctflow::detail::buffer<T> sum(16 * co, false);
-  reduce::sum_in_chunk_order(groups, 16 * co, sum.data(), [&](std::size_t group, T* part) {
-    ctflow::detail::buffer<T> vbuf(16 * vs + cp, false), dbuf(16 * ds, false);
-    T* const v = vbuf.data();
-    T* const d = dbuf.data();
+  reduce::sum_in_chunk_order(groups, 16 * co, sum.data(), [&](std::size_t group, T* part, T* work) {
+    T* const v = work;
+    T* const d = work + 16 * vs + cp;
     std::fill_n(v + 16 * vs, cp, T(0));
     const std::size_t tb = tl.count * group / groups, te = tl.count * (group + 1) / groups;
     for (std::size_t t0 = tb; t0 < te; t0 += chunk) {
@@ -398,7 +395,7 @@ template <class T> void filter(const geometry& g, const T* x, const T* dy, T* df
       for (std::size_t pos = 0; pos < 16; ++pos)  // [c x tiles] x [tiles x o]
         gemm::small(g.c, g.o, nt, v + pos * vs, 1, std::ptrdiff_t(cp), d + pos * ds, std::ptrdiff_t(op), part + pos * co, std::ptrdiff_t(g.o), t0 > tb);
     }
-  });
+  }, 16 * vs + cp + 16 * ds);
   // G^T M G, vectors over k (as transform_filters).
   using V = batch<T>;
   const T* m = sum.data();

@@ -97,14 +97,17 @@ template <class T, class F> void each_output_row_accumulating(const nn::detail::
   const bool stream = exceeds_cache<T>(g);
   const bool in_place = std::is_same_v<T, V> && !stream;
   const std::size_t slots = g.kh + g.sh;  // the rows in use and those still to move out
-  parallel_for(g.n, grain_for(g.h * row), 1, [&](std::size_t b, std::size_t e) {
-    ctflow::detail::buffer<V> ring(in_place ? 0 : slots * row, !in_place), scratch(scratch_size, false);
+  const std::size_t ring_size = in_place ? 0 : slots * row;
+  parallel_for_scratch<V>(g.n, grain_for(g.h * row), 1, ring_size + scratch_size, [&](std::size_t b, std::size_t e, V* work) {
+    V* const ring = work;  // its rows are zero when free
+    V* const scratch = work + ring_size;
+    std::fill_n(ring, ring_size, V(0));
     // The rows' accumulators: on the stack for images up to 256 rows (no allocation per call).
     V* stack_rows[256];
     std::vector<V*> heap_rows(g.h > 256 ? g.h : 0);
     V** const rows = g.h > 256 ? heap_rows.data() : stack_rows;
     if (!in_place)
-      for (std::size_t y = 0; y < g.h; ++y) rows[y] = ring.data() + (y % slots) * row;
+      for (std::size_t y = 0; y < g.h; ++y) rows[y] = ring + (y % slots) * row;
     for (std::size_t n = b; n < e; ++n) {
       T* image = out + n * g.h * row;
       if constexpr (std::is_same_v<T, V>)
@@ -137,7 +140,7 @@ template <class T, class F> void each_output_row_accumulating(const nn::detail::
         final_before(clip(ys));
         for (const std::size_t y1 = clip(ys + std::ptrdiff_t(g.kh)); started < y1; ++started)
           if (in_place) std::fill_n(rows[started], row, V(0));  // ring rows are zero when free
-        f(n, oy, rows, scratch.data(), flush);
+        f(n, oy, rows, scratch, flush);
       }
       final_before(g.h);
       move_to(row);
@@ -162,9 +165,7 @@ void pool_forward(const nn::detail::pool_geometry& g, T* out, P* saved, const T*
   using V = compute_t<T>;
   const std::size_t row = g.w * g.c, c = g.c;
   const bool ahead = exceeds_cache<T>(g), direct = Max && saved;
-  parallel_for(g.n * g.oh, grain_for(KH * row), 1, [&](std::size_t b, std::size_t e) {
-    ctflow::detail::buffer<V> across_rows(direct ? 0 : row, false);
-    V* const across = across_rows.data();
+  parallel_for_scratch<V>(g.n * g.oh, grain_for(KH * row), 1, direct ? 0 : row, [&](std::size_t b, std::size_t e, V* across) {
     for (std::size_t r = b; r < e; ++r) {
       const std::size_t n = r / g.oh, oy = r % g.oh;
       std::size_t y0, y1, x0, x1;
