@@ -392,7 +392,7 @@ template <class Model> void check_masked_case(Model& model, const std::string& n
 }
 }  // namespace
 
-TEST_CASE("masks: Embedding(mask_zero) and Masking before LSTM and GRU, passed on by return_sequences, Dense and Dropout") {
+TEST_CASE("masks: Embedding(mask_zero) and Masking before LSTM and GRU, passed on by return_sequences, Dense, Dropout, merges and nested models") {
   // Padded sequences, a step masked in the middle and a sequence masked whole: the masked steps
   // keep the state, and their gradients pass through unchanged.
   using Tokens = keras::Input<std::int32_t, Shape<6>>;
@@ -410,6 +410,31 @@ TEST_CASE("masks: Embedding(mask_zero) and Masking before LSTM and GRU, passed o
   auto h = layers::LSTM<4, layers::return_sequences<true>>{}(layers::Embedding<12, 3>{.mask_zero = true}(tokens));
   auto functional = keras::Model(tokens, layers::Dense<2>{}(layers::GRU<3>{}(layers::Dense<3>{}(h))));
   check_masked_case(functional, "masked_functional");
+  // A nested model passes its input's mask in and its output's out.
+  keras::backend::clear_session();
+  const keras::Input<std::int32_t, Shape<6>> inner_in;
+  auto inner = keras::Model(inner_in, layers::LSTM<3, layers::return_sequences<true>>{}(layers::Embedding<12, 4>{.mask_zero = true}(inner_in)));
+  const keras::Input<std::int32_t, Shape<6>> outer_in;
+  auto nested = keras::Model(outer_in, layers::Dense<2>{}(layers::GRU<2>{}(inner(outer_in))));
+  check_masked_case(nested, "masked_nested");
+  // Merges join their inputs' masks (the OR): Add of two masked embeddings, Concatenate of a
+  // sequence with a masked embedding.
+  const keras::Input<std::int32_t, Shape<6>> a, b;
+  const auto sum = layers::Add{}(layers::Embedding<12, 3>{.mask_zero = true}(a), layers::Embedding<12, 3>{.mask_zero = true}(b));
+  const auto joined = layers::Concatenate<>{}(layers::LSTM<4, layers::return_sequences<true>>{}(sum), layers::Embedding<12, 2>{.mask_zero = true}(b));
+  auto merges = keras::Model(std::tuple{a, b}, layers::Dense<2>{}(layers::GRU<3>{}(joined)));
+  merges.load_weights(data("weights/masked_merges.weights.h5"));
+  {
+    const io::safetensors::File f(data("weights/masked_merges.safetensors"));
+    const auto x0 = f.get<std::int32_t, Shape<dyn, 6>>("x0"), x1 = f.get<std::int32_t, Shape<dyn, 6>>("x1");
+    using V = TensorView<const std::int32_t, Shape<dyn, 6>>;
+    const std::tuple inputs{V(x0.data(), x0.dims()), V(x1.data(), x1.dims())};
+    CHECK(relative_difference(merges(inputs), f.get<float, Shape<dyn, 2>>("y")) < 2e-5);
+    merges(inputs, true);
+    const auto dy = f.get<float, Shape<dyn, 2>>("dy");
+    merges.backward(view(dy));
+    check_gradients(merges, f);
+  }
   // Without mask_zero the same tokens give other outputs (the padding's embedding is read).
   keras::Sequential<Tokens, layers::Embedding<12, 4>, layers::LSTM<5>, layers::Dense<3>> unmasked;
   unmasked.set_weights(lstm.get_weights());

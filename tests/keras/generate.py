@@ -311,6 +311,22 @@ def masked_models():
     h = layers.LSTM(4, return_sequences=True)(e)
     out = layers.Dense(2)(layers.GRU(3)(layers.Dense(3)(h)))
     model_files("masked_functional", keras.Model(inputs, out), tokens, weights=True, gradients=True)
+    # Merges join their inputs' masks (Add, Concatenate: the OR), and a nested model passes its
+    # input's mask in and its output's out.
+    keras.backend.clear_session()
+    other = np.array([[5, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 0], [0, 0, 0, 0, 0, 0], [7, 7, 7, 7, 0, 0]], dtype="int32")
+    a = keras.Input((6,), dtype="int32")
+    b = keras.Input((6,), dtype="int32")
+    s = layers.Add()([layers.Embedding(12, 3, mask_zero=True)(a), layers.Embedding(12, 3, mask_zero=True)(b)])
+    h = layers.LSTM(4, return_sequences=True)(s)
+    c = layers.Concatenate()([h, layers.Embedding(12, 2, mask_zero=True)(b)])
+    out = layers.Dense(2)(layers.GRU(3)(c))
+    model_files("masked_merges", keras.Model([a, b], out), [tokens, other], weights=True, gradients=True)
+    keras.backend.clear_session()
+    ii = keras.Input((6,), dtype="int32")
+    inner = keras.Model(ii, layers.LSTM(3, return_sequences=True)(layers.Embedding(12, 4, mask_zero=True)(ii)), name="inner")
+    oi = keras.Input((6,), dtype="int32")
+    model_files("masked_nested", keras.Model(oi, layers.Dense(2)(layers.GRU(2)(inner(oi))), name="outer"), tokens, weights=True, gradients=True)
 
 
 # ---- the ready networks, as Keras defines them -----------------------------------------------

@@ -116,6 +116,8 @@ template <class T, class S> struct typed_node : graph_node {
 /// A model's input: its value is set by the model before each forward pass.
 template <class T, class S> struct input_node final : typed_node<T, S> {
   std::optional<typename typed_node<T, S>::output_view> value;
+  const bool* value_mask = nullptr;  // a nested model's input: the outer node's mask
+  const bool* mask() const override { return value_mask; }
   typename typed_node<T, S>::output_view output() const override {
     if (!value) throw value_error("ctflow::keras: input " + this->layer->name + " has no value");
     return *value;
@@ -194,8 +196,7 @@ template <class L> struct layer_node final : typed_node<typename L::value_type, 
   }
   void forward(bool training, bool frozen) override {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      call.forward(owner->layer, owner->trainable && !frozen, views(producer<I>()->output()...), training, false,
-                   arity == 1 ? this->inputs[0]->mask() : nullptr);
+      call.forward(owner->layer, owner->trainable && !frozen, views(producer<I>()->output()...), training, false, {this->inputs[I]->mask()...});
     }(std::make_index_sequence<arity>{});
   }
   typename base::output_view output() const override { return call.output(); }
@@ -526,6 +527,7 @@ template <class T, class Out> struct model_node final : typed_node<value_t<Out>,
     for (const auto& n : inner_order) n->forward(training, frozen || !model->trainable);
   }
   typename base::output_view output() const override { return static_cast<const base&>(*inner_output).output(); }
+  const bool* mask() const override { return inner_output->mask(); }
   void backward(bool input_gradients, bool frozen) override {
     if (!this->has_adjoint) return;
     for (const auto& n : inner_inputs) n->has_adjoint = false;
@@ -543,7 +545,9 @@ template <class T, class Out> struct model_node final : typed_node<value_t<Out>,
 /// Sets a copy's input node to the outer node's output (bind), and adds the copy's input adjoint
 /// to the outer node's (gather), for nodes of dtype T and shape S.
 template <class T, class S> void bind_input(graph_node& outer, graph_node& inner) {
-  static_cast<input_node<T, S>&>(inner).value = static_cast<typed_node<T, S>&>(outer).output();
+  auto& in = static_cast<input_node<T, S>&>(inner);
+  in.value = static_cast<typed_node<T, S>&>(outer).output();
+  in.value_mask = outer.mask();
 }
 template <class T, class S> void gather_adjoint(graph_node& inner, graph_node& outer) {
   auto& i = static_cast<typed_node<T, S>&>(inner);

@@ -4,6 +4,7 @@
 /// the recording its backward pass needs and the gradients that pass computes), and the layer in
 /// a model with its Keras name and trainable flag (layer_instance).
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <new>
@@ -118,17 +119,23 @@ template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_
 /// Keras's masks (one bool per step of a sequence: the output's extents without its last axis).
 /// L makes one (Embedding with mask_zero, Masking: `produces_mask`, `masks()`, and
 /// `compute_mask(x)`, a bool expression), reads its input's in its own forward pass (the recurrent
-/// layers: `consumes_mask`), and passes its input's on (`supports_masking`: Dense, Dropout, the
-/// activations and normalizations, a recurrent layer with return_sequences); any other layer drops
-/// it, as Keras's layers that do not support masking do.
+/// layers: `consumes_mask`), passes its input's on (`supports_masking`: Dense, Dropout, the
+/// activations, LayerNormalization, a recurrent layer with return_sequences), or joins its inputs'
+/// (`merges_masks`: Add, Multiply, Concatenate on the last axis give the OR of their inputs' masks
+/// when every input has one); any other layer drops it, as Keras's layers that do not support
+/// masking do.
 template <class L> concept produces_mask = requires { L::produces_mask; };
 template <class L> concept consumes_mask = requires { L::consumes_mask; };
 template <class L> constexpr bool passes_mask() {
   if constexpr (requires { L::supports_masking; }) return L::supports_masking;
   else return false;
 }
-/// The mask a call of L keeps (when L makes one).
-template <class L> struct mask_of { using type = no_record; };
+template <class L> constexpr bool merges_masks() {
+  if constexpr (requires { L::merges_masks; }) return L::merges_masks;
+  else return false;
+}
+/// The mask a call of L keeps (when L makes one, or joins its inputs': one bool per step).
+template <class L> struct mask_of { using type = std::conditional_t<merges_masks<L>(), Tensor<bool, Shape<dyn>>, no_record>; };
 template <class L> requires produces_mask<L> struct mask_of<L> {
   using expr = decltype(std::declval<const L&>().compute_mask(std::declval<const std::tuple_element_t<0, input_views<L>>&>()));
   using type = Tensor<bool, shape_t<expr>>;
@@ -159,10 +166,12 @@ template <class L> class layer_call {
   /// @brief Runs layer on xs (training: recording what backward needs); `trainable` is the
   /// layer's flag (a frozen BatchNormalization runs as in inference); `inference_mode` runs a
   /// training call's layer as in inference, still recorded (Keras's `layer(x, training=False)`
-  /// inside a training call). `mask`: the mask of the (first) input, one bool per step, or null.
-  /// Returns a view of the output, valid until the next forward; the inputs' memory (and the
-  /// mask's) must stay valid until backward.
-  output_view forward(L& layer, bool trainable, const inputs& xs, bool training, bool inference_mode = false, const bool* mask = nullptr) {
+  /// inside a training call). `masks`: each input's mask, one bool per step, or null. Returns a
+  /// view of the output, valid until the next forward; the inputs' memory (and the masks') must
+  /// stay valid until backward.
+  output_view forward(L& layer, bool trainable, const inputs& xs, bool training, bool inference_mode = false,
+                      const std::array<const bool*, arity>& masks = {}) {
+    const bool* const mask = masks[0];
     trained_ = false;
     out_mask_ = nullptr;
     if constexpr (!detail::differentiates_itself<L>) record_.reset();
@@ -194,6 +203,8 @@ template <class L> class layer_call {
       }
     } else if constexpr (detail::passes_mask<L>()) {
       out_mask_ = mask;
+    } else if constexpr (detail::merges_masks<L>()) {
+      merge_masks(masks);
     }
     return output();
   }
@@ -237,6 +248,23 @@ template <class L> class layer_call {
   const std::array<const value_type*, detail::weight_count<L>()>& weight_gradients() const { return weight_gradients_; }
 
  private:
+  // Keras's merges: the OR of the inputs' masks when every input has one over the output's steps
+  // (its extents without the last axis); none otherwise.
+  void merge_masks(const std::array<const bool*, arity>& masks) {
+    const auto& d = out_.dims();
+    const std::size_t steps = d.back() ? ctflow::product(d) / d.back() : 0;
+    bool all = true;
+    for (const bool* m : masks) all = all && m;
+    std::apply([&](const auto&... x) { ((all = all && x.dims().back() && ctflow::product(x.dims()) / x.dims().back() == steps), ...); }, *xs_);
+    if (!all) return;
+    if (mask_.size() != steps) mask_ = Tensor<bool, Shape<dyn>>({steps});
+    bool* out = mask_.data();
+    std::copy_n(masks[0], steps, out);
+    for (std::size_t i = 1; i < arity; ++i)
+      for (std::size_t k = 0; k < steps; ++k) out[k] = out[k] || masks[i][k];
+    out_mask_ = out;
+  }
+
   template <class R, class Mode> void record(L& layer, R& into, Mode mode) {
     auto e = std::apply([&](const auto&... x) { return layer.call(x..., mode); }, *xs_);
     detail::resize(out_, e.dims());
@@ -310,12 +338,12 @@ template <class L> class layer_instance {
   /// backward.
   /// `frozen`: the model holding the layer does not train (a BatchNormalization then runs as in
   /// inference, and no weight gets a gradient).
-  /// `mask`: the input's mask (Keras's), one bool per step, or null.
-  output_view forward(const typename call_type::inputs& xs, bool training, bool frozen = false, const bool* mask = nullptr) {
-    return call_.forward(layer, trainable && !frozen, xs, training, false, mask);
+  /// `masks` / `mask`: the inputs' masks (Keras's), one bool per step, or null.
+  output_view forward(const typename call_type::inputs& xs, bool training, bool frozen = false, const std::array<const bool*, arity>& masks = {}) {
+    return call_.forward(layer, trainable && !frozen, xs, training, false, masks);
   }
   output_view forward(const input_view& x, bool training, bool frozen = false, const bool* mask = nullptr) requires(arity == 1) {
-    return call_.forward(layer, trainable && !frozen, {x}, training, false, mask);
+    return call_.forward(layer, trainable && !frozen, {x}, training, false, {mask});
   }
   /// @brief The last output, and its mask (null: none).
   output_view output() const { return call_.output(); }

@@ -27,6 +27,8 @@ template <int Axis = -1> struct Concatenate {
       return ok;
     }();
     static constexpr const char* class_name = "Concatenate";
+    // Joined along the features, the OR of its inputs' masks (Keras's); along another axis it drops them.
+    static constexpr bool merges_masks = axis == S0::rank - 1;
     using value_type = T;
     using input_shapes = std::tuple<In...>;
     using input_shape = S0;

@@ -24,6 +24,7 @@ template <const char* Name, class F> struct elementwise_merge {
       return ok;
     }();
     static constexpr const char* class_name = Name;
+    static constexpr bool merges_masks = true;  // the OR of its inputs' masks, as Keras's merges
     using value_type = T;
     using input_shapes = std::tuple<In...>;
     using input_shape = std::tuple_element_t<0, input_shapes>;
