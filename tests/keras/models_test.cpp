@@ -142,6 +142,24 @@ TEST_CASE("an optimizer trains a model through its table of variables: the loss 
   CHECK(warm_calls == 0);
 }
 
+TEST_CASE("Sequential's backward: no input adjoint through weightless layers in front, unless asked for") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<4>>, layers::Rescaling, layers::Dense<3>> model({}, {.scale = 0.5}, {});
+  const auto x = random_uniform<float, Shape<dyn, 4>>(9, -1, 1, {2, 4});
+  const auto dy = random_uniform<float, Shape<dyn, 3>>(10, -1, 1, {2, 3});
+  const TensorView<const float, Shape<dyn, 3>> dyv(dy.data(), dy.dims());
+  model(x, true);
+  CHECK_FALSE(model.backward(dyv).has_value());  // Dense's input adjoint would reach no weight
+  const std::vector<float> kernel_gradient(model.gradients()[0].data(), model.gradients()[0].data() + 12);
+  model(x, true);
+  const auto dx = model.backward(dyv, true);
+  REQUIRE(dx.has_value());
+  // dx = 0.5 * dy @ kernel^T; the weights' gradients are the same either way.
+  const Tensor<float, Shape<dyn, 4>> expected = matmul(dy, transpose(model.get_layer<1>().layer.kernel)) * 0.5f;
+  CHECK(keras_check::relative_difference(*dx, expected) < 1e-6);
+  for (std::size_t k = 0; k < 12; ++k) CHECK(model.gradients()[0].data()[k] == kernel_gradient[k]);
+}
+
 namespace {
 /// The heap allocations fit makes in each warm step of model (the steps of every epoch after the
 /// first, but each epoch's first two: the second step still holds the first's recordings while

@@ -164,12 +164,24 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
       auto dx = layer.backward(dy, input_gradient, !trainable);
       if (!dx) return std::nullopt;
       return std::move(*dx);
+    } else if (!input_gradient && !params_before<I>()) {
+      // Nothing before this layer has weights: its input's adjoint would go nowhere (a
+      // Rescaling in front of the first convolution).
+      layer.backward(dy, false, !trainable);
+      return std::nullopt;
     } else {
       auto dx = layer.backward(dy, true, !trainable);
       if (!dx) throw value_error("ctflow::keras::Sequential: layer " + layer.name + " gave no gradient for its input");
       using L = std::remove_cvref_t<decltype(layer)>;
       return back<I - 1>(TensorView<const typename L::input_value_type, typename L::input_shape>(dx->data(), dx->dims()), input_gradient);
     }
+  }
+
+  /// Whether a layer before layer I has weights (trainable or not).
+  template <std::size_t I> static constexpr bool params_before() {
+    return []<std::size_t... J>(std::index_sequence<J...>) {
+      return ((keras::count_params<std::tuple_element_t<J, layers_type>>() > 0) || ...);
+    }(std::make_index_sequence<I>{});
   }
 
   InputSpec input_spec_;
