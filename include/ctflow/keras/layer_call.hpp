@@ -257,7 +257,7 @@ template <class L> class layer_call {
     for (const bool* m : masks) all = all && m;
     std::apply([&](const auto&... x) { ((all = all && x.dims().back() && ctflow::product(x.dims()) / x.dims().back() == steps), ...); }, *xs_);
     if (!all) return;
-    if (mask_.size() != steps) mask_ = Tensor<bool, Shape<dyn>>({steps});
+    detail::resize(mask_, {steps});
     bool* out = mask_.data();
     std::copy_n(masks[0], steps, out);
     for (std::size_t i = 1; i < arity; ++i)
