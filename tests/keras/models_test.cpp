@@ -205,6 +205,31 @@ TEST_CASE("fit: a warm training step allocates nothing (convolution, max pooling
   CHECK(warm_step_allocations(text, tokens, labels) == 0);
 }
 
+TEST_CASE("fit: an epoch's smaller last batch reuses the full batches' memory") {
+  // 60 samples in batches of 16 end with one of 12: it takes the blocks the batches of 16 gave
+  // back, so the run takes no more blocks from the system than one of 64 samples (no last batch).
+  using Net = keras::Sequential<keras::Input<float, Shape<8, 8, 1>>, layers::Conv2D<4, 3, activations::relu>, layers::MaxPooling2D<>,
+                                layers::Flatten, layers::Dense<3>>;
+  auto& cache = ctflow::detail::block_cache::instance();
+  auto blocks_of_fit = [&](std::size_t samples) {
+    keras::backend::clear_session();
+    Net model;
+    model.compile(keras::optimizers::Adam{}, keras::losses::SparseCategoricalCrossentropy{.from_logits = true});
+    const auto images = random_uniform<float, Shape<dyn, 8, 8, 1>>(3, 0, 1, {samples, 8, 8, 1});
+    Tensor<std::int32_t, Shape<dyn>> classes({samples});
+    for (std::size_t i = 0; i < samples; ++i) classes.data()[i] = std::int32_t(i % 3);
+    const std::size_t limit = cache.limit();
+    cache.set_limit(0);  // an empty cache
+    cache.set_limit(limit);
+    const std::size_t before = cache.system_allocations();
+    model.fit(images, classes, {.batch_size = 16, .epochs = 2, .verbose = 0});
+    return cache.system_allocations() - before;
+  };
+  const std::size_t whole = blocks_of_fit(64);
+  CHECK(whole > 0);
+  CHECK(blocks_of_fit(60) <= whole);
+}
+
 TEST_CASE("train::Checkpoint keeps a model and its optimizer: a restored run continues bitwise as the first") {
   keras::backend::clear_session();
   using Net = keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16, activations::relu>, layers::Dense<1>>;

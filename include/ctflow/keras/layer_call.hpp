@@ -112,8 +112,12 @@ template <class L> constexpr bool records_inference() {
   }
 }
 
+/// A kept tensor given new extents (a new batch size): its old block goes back to the cache
+/// first, so the new one can be taken from it.
 template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d) {
-  if (t.dims() != d) t = Tensor<T, S>(d);
+  if (t.dims() == d) return;
+  t = Tensor<T, S>();
+  t = Tensor<T, S>(d);
 }
 
 /// Keras's masks (one bool per step of a sequence: the output's extents without its last axis).

@@ -178,6 +178,26 @@ TEST_CASE("a boundary read element-wise at the root is computed in the destinati
   CHECK(each(y, [&](std::size_t i, std::size_t j) { return p(i, j) + c(j); }) == 0);
 }
 
+TEST_CASE("block cache: a request whose class has no block takes one up to 1.5x its size, which goes back to its own class") {
+  auto& cache = detail::block_cache::instance();
+  const std::size_t limit = cache.limit();
+  cache.set_limit(0);  // empty
+  cache.set_limit(limit);
+  const std::size_t n = 5'000'000;  // 20 MB
+  { Tensor<float, Shape<dyn>> full({n}); }
+  const std::size_t before = cache.system_allocations();
+  {
+    Tensor<float, Shape<dyn>> smaller({n * 3 / 4});  // an epoch's last batch: the full batch's block
+    smaller.data()[0] = 1;
+  }
+  { Tensor<float, Shape<dyn>> again({n}); }  // the block is back in its own class
+  CHECK(cache.system_allocations() == before);
+  { Tensor<float, Shape<dyn>> much_smaller({n * 2 / 5}); }  // more than two classes below: a block of its own
+  CHECK(cache.system_allocations() == before + 1);
+  { Tensor<float, Shape<dyn>> larger({n + n / 10}); }  // a larger class never takes a smaller block
+  CHECK(cache.system_allocations() == before + 2);
+}
+
 TEST_CASE("variables carry a name and update in place") {
   Variable<float, Shape<2>> w(ones<float, Shape<2>>(), "dense/kernel");
   REQUIRE(w.name() == "dense/kernel");
