@@ -5,6 +5,7 @@
 
 #include <array>
 #include <tuple>
+#include <utility>
 
 #include <ctflow/autodiff/forward.hpp>
 #include <ctflow/core/maybe.hpp>
@@ -17,6 +18,10 @@ template <class WS, class... V> struct accumulator {
   WS* ws;
   std::tuple<const V*...> targets;
   std::tuple<maybe<Tensor<value_t<V>, shape_t<V>, device_t<V>>>...> grads;
+  // Memory of the output's adjoint its owner gave up (bytes; null: none): the first adjoint the
+  // walk must keep, on the path before it branches, is written there instead of fresh memory.
+  void* donated = nullptr;
+  std::size_t donated_bytes = 0;
 
   template <class E> static constexpr bool may_reach() { return (holds_leaf<E, V>() || ...); }
 
@@ -45,6 +50,16 @@ template <class WS, class... V> struct accumulator {
 
 /// Is re-evaluating G where several operands read it cheaper than keeping it in memory?
 template <class G> constexpr bool cheap() { return count_boundaries<G>() == 0 && count_nodes<G>() <= 6; }
+
+/// Does G read each leaf only at the index it writes (element-wise nodes over leaves)? Then G
+/// can be evaluated into the memory of a leaf of its own extents.
+template <class G> constexpr bool same_index_reads() {
+  using N = std::remove_cvref_t<G>;
+  if constexpr (is_leaf_v<N>) return true;
+  else if constexpr (expr::is_elementwise<N>::value)
+    return []<std::size_t... I>(std::index_sequence<I...>) { return (same_index_reads<operand_t<I, N>>() && ...); }(std::make_index_sequence<arity_v<N>>{});
+  else return false;
+}
 
 template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx& ctx);
 template <class N, class Ctx> void count_reads_below(const N& n, Ctx& ctx);
@@ -91,12 +106,22 @@ template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, c
       if (count > 1) {  // several operands read the adjoint: evaluate it once
         using T = value_t<G>;
         const auto d = g.dims();
+        if constexpr (same_index_reads<G>()) {
+          if (ctx.donated && ctx.donated_bytes == product(d) * sizeof(T)) {
+            T* into = static_cast<T*>(std::exchange(ctx.donated, nullptr));
+            executor<device_of<N>>::assign(into, d, g);
+            each(TensorView<const T, shape_t<G>, device_of<N>>(into, d));
+            return;
+          }
+        }
+        ctx.donated = nullptr;  // the walk branches: later adjoints may still read it
         typename device_of<N>::template buffer<T> kept(product(d), false);
         executor<device_of<N>>::assign(kept.data(), d, g);
         each(TensorView<const T, shape_t<G>, device_of<N>>(kept.data(), d));
         return;
       }
     }
+    if (count > 1) ctx.donated = nullptr;
     each(g);
   }
 }

@@ -30,12 +30,20 @@ template <class E, class... V> class recording {
 
   /// @brief The gradients of <g, e> with respect to the leaves vs point to (null: not wanted),
   /// g the adjoint of e's value (e's shape).
-  template <Expression G> gradients gradient(const G& g, const V*... vs) {
+  template <Expression G> gradients gradient(const G& g, const V*... vs) { return gradient(nullptr, g, vs...); }
+  /// @brief As above, given the memory of g's value (g a view of it) that its owner no longer
+  /// needs: the walk may overwrite it with the first adjoint it keeps (the backward pass of an
+  /// activation then takes no memory of its own).
+  template <Expression G> gradients gradient(value_type* writable_g, const G& g, const V*... vs) {
     for (auto& k : ws_.kept) {
       k.expected = k.received = 0;
       k.adjoint = {};
     }
     accumulator<workspace_type, V...> acc{&ws_, {vs...}, {}};
+    if (writable_g) {
+      acc.donated = writable_g;
+      acc.donated_bytes = product(g.dims()) * sizeof(value_type);
+    }
     count_reads(frozen_, acc);
     backprop(frozen_, g, acc);
     return std::move(acc.grads);

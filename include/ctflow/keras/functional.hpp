@@ -205,7 +205,8 @@ template <class L> struct layer_node final : typed_node<typename L::value_type, 
     if (!this->has_adjoint) return;
     std::array<bool, arity> want{};
     for (std::size_t i = 0; i < arity; ++i) want[i] = !this->inputs[i]->is_input || input_gradients;
-    auto& g = call.backward(owner->layer, owner->trainable && !frozen, this->adjoint_view(), want, owner->name);
+    // The node's summed adjoint is read by this layer alone: its backward pass may overwrite it.
+    auto& g = call.backward(owner->layer, owner->trainable && !frozen, this->adjoint_view(), want, owner->name, this->adjoint.data());
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ([&] {
         if constexpr (is_floating_v<std::remove_const_t<value_t<std::tuple_element_t<I, views>>>>)

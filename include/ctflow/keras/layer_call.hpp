@@ -223,8 +223,10 @@ template <class L> class layer_call {
 
   /// @brief The backward pass of the last training forward: from dy (the adjoint of the output),
   /// the gradients of the layer's trainable weights (none when `trainable` is false) and of the
-  /// inputs whose flag in want_input is set. `name` is the layer's, for errors.
-  gradient_tensors& backward(L& layer, bool trainable, const output_view& dy, const std::array<bool, arity>& want_input, const std::string& name) {
+  /// inputs whose flag in want_input is set. `name` is the layer's, for errors. `writable_dy`,
+  /// when given, is dy's memory, which its owner no longer needs: the pass may overwrite it.
+  gradient_tensors& backward(L& layer, bool trainable, const output_view& dy, const std::array<bool, arity>& want_input, const std::string& name,
+                             value_type* writable_dy = nullptr) {
     if (!trained_) throw value_error("ctflow::keras: " + name + ": backward without a training forward pass");
     gradient_tensors& grads = gradients();
     std::array<bool, detail::weight_count<L>() + 1> trains{};
@@ -237,9 +239,9 @@ template <class L> class layer_call {
     if constexpr (detail::differentiates_itself<L>) {
       layer.backward(dy, grads, targets, state_);
     } else if constexpr (detail::records_inference<L>()) {
-      grads = std::apply([&](auto*... t) { return record_ ? record_->gradient(dy, t...) : inference_record_->gradient(dy, t...); }, targets);
+      grads = std::apply([&](auto*... t) { return record_ ? record_->gradient(writable_dy, dy, t...) : inference_record_->gradient(writable_dy, dy, t...); }, targets);
     } else {
-      grads = std::apply([&](auto*... t) { return record_->gradient(dy, t...); }, targets);
+      grads = std::apply([&](auto*... t) { return record_->gradient(writable_dy, dy, t...); }, targets);
     }
     [&]<std::size_t... W>(std::index_sequence<W...>) {
       ((weight_gradients_[W] = std::get<arity + W>(grads) ? std::get<arity + W>(grads)->data() : nullptr), ...);
@@ -356,11 +358,12 @@ template <class L> class layer_instance {
   /// @brief The backward pass of the last training forward: from dy (the adjoint of the output),
   /// the gradients of the trainable weights (with their regularizers': `gradient<I>()`,
   /// `each_gradient`) and, when input_gradient is set, of the input(s), which it returns (for one
-  /// input, its gradient; for several, the tuple).
-  auto backward(const output_view& dy, bool input_gradient = true, bool frozen = false) {
+  /// input, its gradient; for several, the tuple). With `dy_writable`, dy's memory is the
+  /// caller's to give up: the pass may overwrite it (a Sequential's adjoints between layers).
+  auto backward(const output_view& dy, bool input_gradient = true, bool frozen = false, bool dy_writable = false) {
     std::array<bool, arity> want;
     want.fill(input_gradient);
-    auto& g = call_.backward(layer, trainable && !frozen, dy, want, name);
+    auto& g = call_.backward(layer, trainable && !frozen, dy, want, name, dy_writable ? const_cast<value_type*>(dy.data()) : nullptr);
     detail::add_regularization<arity>(layer, g);
     if constexpr (arity == 1) return std::move(std::get<0>(g));
     else return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple{std::move(std::get<I>(g))...}; }(std::make_index_sequence<arity>{});

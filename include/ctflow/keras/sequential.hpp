@@ -158,22 +158,35 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
     if constexpr (I + 1 == size) return out;
     else return run_from<I + 1>(out, training, layer.output_mask());
   }
-  template <std::size_t I> std::optional<Tensor<input_value_type, input_shape>> back(const auto& dy, bool input_gradient) {
+  /// The backward pass from layer I down, given the adjoint of its output: the model's dy (a
+  /// view of the caller's memory), or the adjoint layer I + 1 returned, which this pass owns: layer
+  /// I may overwrite it, and it is freed as soon as layer I is done with it.
+  template <std::size_t I, class Dy> std::optional<Tensor<input_value_type, input_shape>> back(Dy&& adjoint, bool input_gradient) {
     auto& layer = std::get<I>(layers_);
+    using L = std::remove_cvref_t<decltype(layer)>;
+    constexpr bool owned = !std::remove_cvref_t<Dy>::is_view;
+    auto run = [&](bool want_input) {
+      if constexpr (owned) {
+        auto dx = layer.backward(typename L::output_view(adjoint.data(), adjoint.dims()), want_input, !trainable, true);
+        { auto done = std::move(adjoint); }
+        return dx;
+      } else {
+        return layer.backward(adjoint, want_input, !trainable);
+      }
+    };
     if constexpr (I == 0) {
-      auto dx = layer.backward(dy, input_gradient, !trainable);
+      auto dx = run(input_gradient);
       if (!dx) return std::nullopt;
       return std::move(*dx);
     } else if (!input_gradient && !params_before<I>()) {
       // Nothing before this layer has weights: its input's adjoint would go nowhere (a
       // Rescaling in front of the first convolution).
-      layer.backward(dy, false, !trainable);
+      run(false);
       return std::nullopt;
     } else {
-      auto dx = layer.backward(dy, true, !trainable);
+      auto dx = run(true);
       if (!dx) throw value_error("ctflow::keras::Sequential: layer " + layer.name + " gave no gradient for its input");
-      using L = std::remove_cvref_t<decltype(layer)>;
-      return back<I - 1>(TensorView<const typename L::input_value_type, typename L::input_shape>(dx->data(), dx->dims()), input_gradient);
+      return back<I - 1>(std::move(*dx), input_gradient);
     }
   }
 

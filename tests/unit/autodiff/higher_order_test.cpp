@@ -81,3 +81,42 @@ TEST_CASE("recording: an expression of any shape evaluated once, then vector-Jac
   CHECK((!nx && only_w && !nb));
   for (std::size_t i = 0; i < ew.size(); ++i) CHECK(only_w->data()[i] == Approx(ew.data()[i]).epsilon(1e-12));
 }
+
+TEST_CASE("recording: an adjoint its owner gives up holds the first adjoint kept, on a path that does not branch") {
+  auto x = uniform<Shape<4, 3>>(41);
+  Variable<double, Shape<3, 5>> w(uniform<Shape<3, 5>>(42), "w"), w2(uniform<Shape<3, 5>>(43), "w2");
+  Variable<double, Shape<5>> b(uniform<Shape<5>>(44), "b");
+  const TensorView<const double, Shape<4, 3>> xv(x.data(), x.dims());
+  const auto g = uniform<Shape<4, 5>>(45);
+  using X = TensorView<const double, Shape<4, 3>>;
+  using W = Variable<double, Shape<3, 5>>;
+  using B = Variable<double, Shape<5>>;
+  auto same = [](const auto& got, const auto& want) {
+    REQUIRE((got && want));
+    for (std::size_t i = 0; i < want->size(); ++i) CHECK(got->data()[i] == want->data()[i]);
+  };
+  {
+    // tanh's adjoint g * (1 - y * y) reaches a sum read by two operands: it is kept, in g's memory.
+    auto e = tanh(matmul(xv, w) + b);
+    Tensor<double, Shape<4, 5>> out;
+    autodiff::recording<decltype(e), X, W, B> r(e, out.data());
+    const auto [dx, dw, db] = r.gradient(g, &xv, &w, &b);
+    Tensor<double, Shape<4, 5>> given = g;
+    const auto [gx, gw, gb] = r.gradient(given.data(), TensorView<const double, Shape<4, 5>>(given.data(), given.dims()), &xv, &w, &b);
+    same(gx, dx), same(gw, dw), same(gb, db);
+    const Tensor<double, Shape<4, 5>> kept = g * (1. - out * out);
+    for (std::size_t i = 0; i < kept.size(); ++i) CHECK(given.data()[i] == kept.data()[i]);
+  }
+  {
+    // The walk branches at the root (a product reads both factors): g's memory stays as it was,
+    // since the second factor's adjoint still reads g after the first's is kept.
+    auto e = tanh(matmul(xv, w) + b) * tanh(matmul(xv, w2) + b);
+    Tensor<double, Shape<4, 5>> out;
+    autodiff::recording<decltype(e), X, W, W, B> r(e, out.data());
+    const auto [dx, dw, dw2, db] = r.gradient(g, &xv, &w, &w2, &b);
+    Tensor<double, Shape<4, 5>> given = g;
+    const auto [gx, gw, gw2, gb] = r.gradient(given.data(), TensorView<const double, Shape<4, 5>>(given.data(), given.dims()), &xv, &w, &w2, &b);
+    same(gx, dx), same(gw, dw), same(gw2, dw2), same(gb, db);
+    for (std::size_t i = 0; i < g.size(); ++i) CHECK(given.data()[i] == g.data()[i]);
+  }
+}
