@@ -148,10 +148,11 @@ CTFLOW_DECL void save_weights_h5(const std::string& path, const std::string& mod
   }
 }
 
-/// A zip archive of stored members, built in memory (what Python's zipfile reads).
+/// A zip archive of stored members (what Python's zipfile reads), written as it is built to a file
+/// that appears whole or not at all.
 class zip_writer {
  public:
-  explicit zip_writer(std::string name) : name_(std::move(name)) {
+  explicit zip_writer(const std::string& path) : name_(path), out_(path, ctflow::detail::compression::none, h5::what) {
     const std::time_t now = std::time(nullptr);
     std::tm t{};
     ::localtime_r(&now, &t);
@@ -159,25 +160,27 @@ class zip_writer {
     date_ = std::uint16_t((std::max(t.tm_year, 80) - 80) << 9 | (t.tm_mon + 1) << 5 | t.tm_mday);
   }
   void add(const std::string& member, std::span<const std::uint8_t> data) {
-    if (data.size() >= 0xFFFFFFFFu || bytes_.size() >= 0xFFFFFFFFu - data.size() - 1024)
+    if (data.size() >= 0xFFFFFFFFu || offset_ >= 0xFFFFFFFFu - data.size() - 1024)
       h5::fail(name_, "a .keras archive over 4 GiB needs ZIP64, which this writer does not write");
     const auto crc = std::uint32_t(::crc32(::crc32(0, nullptr, 0), data.data(), uInt(data.size())));
-    entry e{member, crc, std::uint32_t(data.size()), std::uint32_t(bytes_.size())};
+    entry e{member, crc, std::uint32_t(data.size()), std::uint32_t(offset_)};
     header(0x04034b50, e, false);
-    bytes_.insert(bytes_.end(), member.begin(), member.end());
-    bytes_.insert(bytes_.end(), data.begin(), data.end());
+    put(member.data(), member.size());
+    put(data.data(), data.size());
     entries_.push_back(std::move(e));
   }
-  /// The archive: its members, then the central directory and its end record.
-  std::vector<std::uint8_t> finish() {
-    const auto directory = std::uint32_t(bytes_.size());
+  /// The central directory and its end record; then the archive replaces `path`.
+  void finish() {
+    const auto directory = std::uint32_t(offset_);
     for (const auto& e : entries_) {
       header(0x02014b50, e, true);
-      bytes_.insert(bytes_.end(), e.name.begin(), e.name.end());
+      put(e.name.data(), e.name.size());
     }
-    const auto size = std::uint32_t(bytes_.size() - directory);
-    u32(0x06054b50), u16(0), u16(0), u16(std::uint16_t(entries_.size())), u16(std::uint16_t(entries_.size())), u32(size), u32(directory), u16(0);
-    return std::move(bytes_);
+    const auto size = std::uint32_t(offset_ - directory), count = std::uint32_t(entries_.size());
+    fields end;
+    end.u32(0x06054b50).u16(0).u16(0).u16(std::uint16_t(count)).u16(std::uint16_t(count)).u32(size).u32(directory).u16(0);
+    put(end.b, end.n);
+    out_.commit();
   }
 
  private:
@@ -185,35 +188,35 @@ class zip_writer {
     std::string name;
     std::uint32_t crc, size, offset;
   };
-  void u16(std::uint16_t v) { bytes_.insert(bytes_.end(), {std::uint8_t(v), std::uint8_t(v >> 8)}); }
-  void u32(std::uint32_t v) { bytes_.insert(bytes_.end(), {std::uint8_t(v), std::uint8_t(v >> 8), std::uint8_t(v >> 16), std::uint8_t(v >> 24)}); }
+  void put(const void* p, std::size_t n) {
+    out_.write(p, n);
+    offset_ += n;
+  }
+  /// A header's little-endian fields, gathered to be written at once.
+  struct fields {
+    std::uint8_t b[64];
+    std::size_t n = 0;
+    fields& u16(std::uint16_t v) { b[n++] = std::uint8_t(v), b[n++] = std::uint8_t(v >> 8); return *this; }
+    fields& u32(std::uint32_t v) { return u16(std::uint16_t(v)).u16(std::uint16_t(v >> 16)); }
+  };
   /// A local header (central: false) or a central directory entry, up to the name.
   void header(std::uint32_t signature, const entry& e, bool central) {
-    u32(signature);
-    if (central) u16(20);                                 // made by
-    u16(20), u16(0), u16(0), u16(time_), u16(date_);      // needed, flags, stored, time, date
-    u32(e.crc), u32(e.size), u32(e.size), u16(std::uint16_t(e.name.size())), u16(0);
-    if (central) u16(0), u16(0), u16(0), u32(0), u32(e.offset);  // comment, disk, attributes, offset
+    fields f;
+    f.u32(signature);
+    if (central) f.u16(20);                                          // made by
+    f.u16(20).u16(0).u16(0).u16(time_).u16(date_);                   // needed, flags, stored, time, date
+    f.u32(e.crc).u32(e.size).u32(e.size).u16(std::uint16_t(e.name.size())).u16(0);
+    if (central) f.u16(0).u16(0).u16(0).u32(0).u32(e.offset);        // comment, disk, attributes, offset
+    put(f.b, f.n);
   }
   std::string name_;
+  ctflow::detail::atomic_output out_;
   std::uint16_t time_ = 0, date_ = 0;
-  std::vector<std::uint8_t> bytes_;
+  std::size_t offset_ = 0;
   std::vector<entry> entries_;
 };
 
 CTFLOW_DECL void save_model_archive(const std::string& path, const saved_model& model, const std::vector<saved_layer>& layers) {
-  // The weights go through a temporary HDF5 file beside the archive (libhdf5 writes files).
-  const std::string tmp = path + ".weights.tmp" + std::to_string(::getpid());
-  std::vector<std::uint8_t> h5_bytes;
-  try {
-    write_weights_file(tmp, model.name, layers, model.optimizer_name, model.optimizer_variables);
-    const ctflow::detail::mapped_file m(tmp, h5::what);
-    h5_bytes.assign(m.bytes().begin(), m.bytes().end());
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::unlink(tmp.c_str());
   const std::time_t now = std::time(nullptr);
   std::tm t{};
   ::localtime_r(&now, &t);
@@ -222,14 +225,22 @@ CTFLOW_DECL void save_model_archive(const std::string& path, const saved_model& 
   // The Keras version whose format this is (Keras compares it with its own only to warn).
   const std::string metadata = std::string(R"({"keras_version": "3.15.1", "date_saved": ")") + date + "\"}";
   const std::string config = model_config_json(model, layers);
-  zip_writer zip(path);
-  zip.add("metadata.json", std::span(reinterpret_cast<const std::uint8_t*>(metadata.data()), metadata.size()));
-  zip.add("config.json", std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size()));
-  zip.add("model.weights.h5", h5_bytes);
-  const auto bytes = zip.finish();
-  ctflow::detail::atomic_output out(path, ctflow::detail::compression::none, h5::what);
-  out.write(bytes.data(), bytes.size());
-  out.commit();
+  // The weights go through a temporary HDF5 file beside the archive (libhdf5 writes files),
+  // copied into the archive from its mapping.
+  const std::string tmp = path + ".weights.tmp" + std::to_string(::getpid());
+  try {
+    write_weights_file(tmp, model.name, layers, model.optimizer_name, model.optimizer_variables);
+    const ctflow::detail::mapped_file weights(tmp, h5::what);
+    zip_writer zip(path);
+    zip.add("metadata.json", std::span(reinterpret_cast<const std::uint8_t*>(metadata.data()), metadata.size()));
+    zip.add("config.json", std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size()));
+    zip.add("model.weights.h5", weights.bytes());
+    zip.finish();
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::unlink(tmp.c_str());
 }
 
 }  // namespace ctflow::keras::detail
