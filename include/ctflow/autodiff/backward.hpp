@@ -102,26 +102,27 @@ template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, c
       }(std::make_index_sequence<A>{});
     };
     if (count == 0) return;
-    if constexpr (!cheap<G>()) {
-      if (count > 1) {  // several operands read the adjoint: evaluate it once
-        using T = value_t<G>;
-        const auto d = g.dims();
-        if constexpr (same_index_reads<G>()) {
-          if (ctx.donated && ctx.donated_bytes == product(d) * sizeof(T)) {
-            T* into = static_cast<T*>(std::exchange(ctx.donated, nullptr));
-            executor<device_of<N>>::assign(into, d, g);
-            each(TensorView<const T, shape_t<G>, device_of<N>>(into, d));
-            return;
-          }
+    if (count > 1) {  // several operands read the adjoint
+      using T = value_t<G>;
+      const auto d = g.dims();
+      // Memory its owner gave up holds it, even where re-evaluating it would be cheap: each
+      // reader then streams one array (a boundary would evaluate it into memory of its own).
+      if constexpr (same_index_reads<G>() && !is_leaf_v<std::remove_cvref_t<G>>) {
+        if (ctx.donated && ctx.donated_bytes == product(d) * sizeof(T)) {
+          T* into = static_cast<T*>(std::exchange(ctx.donated, nullptr));
+          executor<device_of<N>>::assign(into, d, g);
+          each(TensorView<const T, shape_t<G>, device_of<N>>(into, d));
+          return;
         }
-        ctx.donated = nullptr;  // the walk branches: later adjoints may still read it
+      }
+      ctx.donated = nullptr;  // the walk branches: later adjoints may still read it
+      if constexpr (!cheap<G>()) {  // evaluate it once
         typename device_of<N>::template buffer<T> kept(product(d), false);
         executor<device_of<N>>::assign(kept.data(), d, g);
         each(TensorView<const T, shape_t<G>, device_of<N>>(kept.data(), d));
         return;
       }
     }
-    if (count > 1) ctx.donated = nullptr;
     each(g);
   }
 }

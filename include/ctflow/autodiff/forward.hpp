@@ -127,12 +127,58 @@ template <class E, class WS> decltype(auto) freeze(const E& e, WS& ws) {
   }
 }
 
+/// Activations whose rule gives the same adjoint when it reads their value in place of their
+/// operand: it reads the operand only through its sign or the activation's flat pieces (relu:
+/// x > 0 exactly where y > 0), or not at all (tanh, sigmoid, exp).
+template <class F> inline constexpr bool adjoint_from_value = false;
+template <> inline constexpr bool adjoint_from_value<ops::relu_fn> = true;
+template <> inline constexpr bool adjoint_from_value<ops::relu6_fn> = true;
+template <> inline constexpr bool adjoint_from_value<ops::elu_fn> = true;
+template <> inline constexpr bool adjoint_from_value<ops::selu_fn> = true;
+template <> inline constexpr bool adjoint_from_value<ops::tanh_fn> = true;
+template <> inline constexpr bool adjoint_from_value<ops::sigmoid_fn> = true;
+template <> inline constexpr bool adjoint_from_value<ops::exp_fn> = true;
+
+/// A boundary whose rule needs nothing the forward pass leaves (its value is never read: the
+/// rules of add and subtract above it do not read theirs).
+template <class E> inline constexpr bool plain_boundary = expr::is_computed<std::remove_cvref_t<E>>::value && !saves_v<E>;
+
+/// A layer's output: activation(boundary + bias) (or - bias), the activation one of the above.
+template <class E> struct activated_sum : std::false_type {};
+template <class F, class X> struct activated_sum<expr::Unary<F, X>> {
+  template <class S> struct sum : std::false_type {};
+  template <class G, class L, class R>
+  struct sum<expr::Binary<G, L, R>>
+      : std::bool_constant<(std::is_same_v<G, ops::add_fn> || std::is_same_v<G, ops::subtract_fn>) &&
+                           ((plain_boundary<L> && is_leaf_v<std::remove_cvref_t<R>>) || (is_leaf_v<std::remove_cvref_t<L>> && plain_boundary<R>))> {};
+  static constexpr bool value = adjoint_from_value<F> && sum<std::remove_cvref_t<X>>::value;
+};
+
+/// An operand of activated_sum's sum: the boundary rebuilt over frozen operands but not
+/// computed, or the bias.
+template <class E, class WS> decltype(auto) open_boundary(const E& e, WS& ws) {
+  if constexpr (expr::is_computed<std::remove_cvref_t<E>>::value)
+    return expr::apply_operands(e, [&](const auto&... ops) { return expr::rebuild(e, freeze_operand(ops, ws)...); });
+  else
+    return freeze(e, ws);
+}
+
 /// freeze(e) with e's value written to out (of e's extents): a boundary at the root is computed
-/// straight into out, anything else is evaluated into it.
+/// straight into out, anything else is evaluated into it. An activated_sum (a Dense or Conv2D
+/// layer's relu(matmul(x, kernel) + bias)) is evaluated in one assignment, its boundary into out,
+/// and keeps nothing else: the backward pass reads out for the activation's value and its
+/// operand alike, and the boundary's rule reads only the boundary's operands.
 template <class E, class WS> decltype(auto) freeze_into(const E& e, WS& ws, value_t<E>* out) {
   using N = std::remove_cvref_t<E>;
   if constexpr (expr::is_computed<N>::value) {
     return expr::apply_operands(e, [&](const auto&... ops) { return materialize(e, expr::rebuild(e, freeze_operand(ops, ws)...), ws, out); });
+  } else if constexpr (activated_sum<N>::value) {
+    const auto& x = expr::nth_operand<0>(e);
+    auto sum = expr::apply_operands(x, [&](const auto&... ops) { return expr::rebuild(x, open_boundary(ops, ws)...); });
+    const auto d = e.dims();
+    executor<placed_device_t<device_t<N>>>::assign(out, d, expr::rebuild(e, decltype(sum)(sum)));
+    auto root = expr::rebuild(e, Frozen<decltype(sum)>{std::move(sum), out, d, nullptr});
+    return Frozen<decltype(root)>{std::move(root), out, d, nullptr};
   } else {
     decltype(auto) f = freeze(e, ws);
     executor<placed_device_t<device_t<N>>>::assign(out, e.dims(), f);

@@ -82,6 +82,56 @@ TEST_CASE("recording: an expression of any shape evaluated once, then vector-Jac
   for (std::size_t i = 0; i < ew.size(); ++i) CHECK(only_w->data()[i] == Approx(ew.data()[i]).epsilon(1e-12));
 }
 
+TEST_CASE("recording: activation(boundary + bias) keeps only its output, and its gradients are value_and_grad's") {
+  auto x = uniform<Shape<4, 3>>(51);
+  Variable<double, Shape<3, 5>> w(uniform<Shape<3, 5>>(52), "w");
+  Variable<double, Shape<5>> b(uniform<Shape<5>>(53), "b");
+  const TensorView<const double, Shape<4, 3>> xv(x.data(), x.dims());
+  const auto g = uniform<Shape<4, 5>>(54);
+  using R = autodiff::recording<decltype(relu(matmul(xv, w) + b)), TensorView<const double, Shape<4, 3>>, Variable<double, Shape<3, 5>>, Variable<double, Shape<5>>>;
+  auto check = [&](const auto& e, const auto& reference, Variable<double, Shape<5>>& b) {
+    STATIC_REQUIRE(autodiff::activated_sum<std::remove_cvref_t<decltype(e)>>::value);
+    Tensor<double, Shape<4, 5>> out;
+    autodiff::recording<std::remove_cvref_t<decltype(e)>, TensorView<const double, Shape<4, 3>>, Variable<double, Shape<3, 5>>, Variable<double, Shape<5>>> r(e, out.data());
+    const Tensor<double, Shape<4, 5>> expected = reference;
+    for (std::size_t i = 0; i < out.size(); ++i) CHECK(out.data()[i] == Approx(expected.data()[i]).epsilon(1e-14));
+    const auto [dx, dw, db] = r.gradient(g, &xv, &w, &b);
+    const auto [value, ex, ew, eb] = value_and_grad(reduce_sum(reference * g), x, w, b);
+    REQUIRE((dx && dw && db));
+    for (std::size_t i = 0; i < ex.size(); ++i) CHECK(dx->data()[i] == Approx(ex.data()[i]).epsilon(1e-12));
+    for (std::size_t i = 0; i < ew.size(); ++i) CHECK(dw->data()[i] == Approx(ew.data()[i]).epsilon(1e-12));
+    for (std::size_t i = 0; i < eb.size(); ++i) CHECK(db->data()[i] == Approx(eb.data()[i]).epsilon(1e-12));
+  };
+  // relu and elu read their operand's sign, which their value has too; tanh and sigmoid read only
+  // their value. The values lie in [-1, 1]: about half of the pre-activations are negative.
+  Variable<double, Shape<5>> shift(uniform<Shape<5>>(55), "shift");
+  check(relu(matmul(xv, w) + b), relu(matmul(x, w) + b), b);
+  check(relu(matmul(xv, w) - shift), relu(matmul(x, w) - shift), shift);
+  check(elu(shift + matmul(xv, w)), elu(shift + matmul(x, w)), shift);
+  check(tanh(matmul(xv, w) + b), tanh(matmul(x, w) + b), b);
+  check(sigmoid(b + matmul(xv, w)), sigmoid(b + matmul(x, w)), b);
+  STATIC_REQUIRE(!autodiff::activated_sum<decltype(softplus(matmul(xv, w) + b))>::value);  // reads its operand
+  STATIC_REQUIRE(!autodiff::activated_sum<decltype(relu(matmul(xv, w) * b))>::value);      // a product reads both
+  // Memory: recording it takes what evaluating it takes, and keeps none of it: the product is not
+  // kept beside the output, so evaluating the expression again while the recording lives finds
+  // its working memory in the cache.
+  auto& cache = ctflow::detail::block_cache::instance();
+  const std::size_t limit = cache.limit();
+  auto blocks = [&](auto&& f) {
+    cache.set_limit(0);
+    cache.set_limit(limit);
+    const std::size_t before = cache.system_allocations();
+    f();
+    return cache.system_allocations() - before;
+  };
+  Tensor<double, Shape<4, 5>> out, again;
+  const std::size_t evaluation = blocks([&] { out = relu(matmul(xv, w) + b); });
+  CHECK(blocks([&] {
+          R r(relu(matmul(xv, w) + b), out.data());
+          again = relu(matmul(xv, w) + b);
+        }) == evaluation);
+}
+
 TEST_CASE("recording: an adjoint its owner gives up holds the first adjoint kept, on a path that does not branch") {
   auto x = uniform<Shape<4, 3>>(41);
   Variable<double, Shape<3, 5>> w(uniform<Shape<3, 5>>(42), "w"), w2(uniform<Shape<3, 5>>(43), "w2");
