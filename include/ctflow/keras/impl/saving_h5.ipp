@@ -13,6 +13,7 @@
 #include <ctime>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include <ctflow/core/errors.hpp>
 #include <ctflow/detail/file.hpp>
@@ -169,6 +170,43 @@ class zip_writer {
     put(data.data(), data.size());
     entries_.push_back(std::move(e));
   }
+  /// The file at `path` as a member, read twice a mebibyte at a time (its CRC goes before it).
+  void add_file(const std::string& member, const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) h5::fail(name_, "cannot open " + path);
+    std::vector<std::uint8_t> chunk(std::size_t(1) << 20);
+    auto each_chunk = [&](auto&& f) {
+      for (off_t at = 0;;) {
+        const ssize_t n = ::pread(fd, chunk.data(), chunk.size(), at);
+        if (n < 0) {
+          ::close(fd);
+          h5::fail(name_, "cannot read " + path);
+        }
+        if (n == 0) return std::size_t(at);
+        f(std::span<const std::uint8_t>(chunk.data(), std::size_t(n)));
+        at += n;
+      }
+    };
+    uLong crc = ::crc32(0, nullptr, 0);
+    const std::size_t size = each_chunk([&](std::span<const std::uint8_t> c) { crc = ::crc32(crc, c.data(), uInt(c.size())); });
+    if (size >= 0xFFFFFFFFu || offset_ >= 0xFFFFFFFFu - size - 1024) {
+      ::close(fd);
+      h5::fail(name_, "a .keras archive over 4 GiB needs ZIP64, which this writer does not write");
+    }
+    entry e{member, std::uint32_t(crc), std::uint32_t(size), std::uint32_t(offset_)};
+    header(0x04034b50, e, false);
+    put(member.data(), member.size());
+    std::size_t copied = 0;
+    try {
+      copied = each_chunk([&](std::span<const std::uint8_t> c) { put(c.data(), c.size()); });
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    if (copied != size) h5::fail(name_, path + " changed while it was archived");
+    entries_.push_back(std::move(e));
+  }
   /// The central directory and its end record; then the archive replaces `path`.
   void finish() {
     const auto directory = std::uint32_t(offset_);
@@ -225,16 +263,14 @@ CTFLOW_DECL void save_model_archive(const std::string& path, const saved_model& 
   // The Keras version whose format this is (Keras compares it with its own only to warn).
   const std::string metadata = std::string(R"({"keras_version": "3.15.1", "date_saved": ")") + date + "\"}";
   const std::string config = model_config_json(model, layers);
-  // The weights go through a temporary HDF5 file beside the archive (libhdf5 writes files),
-  // copied into the archive from its mapping.
+  // The weights go through a temporary HDF5 file beside the archive (libhdf5 writes files).
   const std::string tmp = path + ".weights.tmp" + std::to_string(::getpid());
   try {
     write_weights_file(tmp, model.name, layers, model.optimizer_name, model.optimizer_variables);
-    const ctflow::detail::mapped_file weights(tmp, h5::what);
     zip_writer zip(path);
     zip.add("metadata.json", std::span(reinterpret_cast<const std::uint8_t*>(metadata.data()), metadata.size()));
     zip.add("config.json", std::span(reinterpret_cast<const std::uint8_t*>(config.data()), config.size()));
-    zip.add("model.weights.h5", weights.bytes());
+    zip.add_file("model.weights.h5", tmp);
     zip.finish();
   } catch (...) {
     ::unlink(tmp.c_str());
