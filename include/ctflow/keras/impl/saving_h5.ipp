@@ -161,51 +161,22 @@ class zip_writer {
     date_ = std::uint16_t((std::max(t.tm_year, 80) - 80) << 9 | (t.tm_mon + 1) << 5 | t.tm_mday);
   }
   void add(const std::string& member, std::span<const std::uint8_t> data) {
-    if (data.size() >= 0xFFFFFFFFu || offset_ >= 0xFFFFFFFFu - data.size() - 1024)
-      h5::fail(name_, "a .keras archive over 4 GiB needs ZIP64, which this writer does not write");
-    const auto crc = std::uint32_t(::crc32(::crc32(0, nullptr, 0), data.data(), uInt(data.size())));
-    entry e{member, crc, std::uint32_t(data.size()), std::uint32_t(offset_)};
-    header(0x04034b50, e, false);
-    put(member.data(), member.size());
+    begin(member, std::uint32_t(::crc32(::crc32(0, nullptr, 0), data.data(), uInt(data.size()))), data.size());
     put(data.data(), data.size());
-    entries_.push_back(std::move(e));
   }
   /// The file at `path` as a member, read twice a mebibyte at a time (its CRC goes before it).
   void add_file(const std::string& member, const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) h5::fail(name_, "cannot open " + path);
     std::vector<std::uint8_t> chunk(std::size_t(1) << 20);
     auto each_chunk = [&](auto&& f) {
-      for (off_t at = 0;;) {
-        const ssize_t n = ::pread(fd, chunk.data(), chunk.size(), at);
-        if (n < 0) {
-          ::close(fd);
-          h5::fail(name_, "cannot read " + path);
-        }
-        if (n == 0) return std::size_t(at);
-        f(std::span<const std::uint8_t>(chunk.data(), std::size_t(n)));
-        at += n;
-      }
+      ctflow::detail::input_file in(path, ctflow::detail::compression::none, h5::what);
+      std::size_t total = 0;
+      while (const std::size_t n = in.read(chunk.data(), chunk.size())) f(chunk.data(), n), total += n;
+      return total;
     };
     uLong crc = ::crc32(0, nullptr, 0);
-    const std::size_t size = each_chunk([&](std::span<const std::uint8_t> c) { crc = ::crc32(crc, c.data(), uInt(c.size())); });
-    if (size >= 0xFFFFFFFFu || offset_ >= 0xFFFFFFFFu - size - 1024) {
-      ::close(fd);
-      h5::fail(name_, "a .keras archive over 4 GiB needs ZIP64, which this writer does not write");
-    }
-    entry e{member, std::uint32_t(crc), std::uint32_t(size), std::uint32_t(offset_)};
-    header(0x04034b50, e, false);
-    put(member.data(), member.size());
-    std::size_t copied = 0;
-    try {
-      copied = each_chunk([&](std::span<const std::uint8_t> c) { put(c.data(), c.size()); });
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
-    if (copied != size) h5::fail(name_, path + " changed while it was archived");
-    entries_.push_back(std::move(e));
+    const std::size_t size = each_chunk([&](const std::uint8_t* p, std::size_t n) { crc = ::crc32(crc, p, uInt(n)); });
+    begin(member, std::uint32_t(crc), size);
+    if (each_chunk([&](const std::uint8_t* p, std::size_t n) { put(p, n); }) != size) h5::fail(name_, path + " changed while it was archived");
   }
   /// The central directory and its end record; then the archive replaces `path`.
   void finish() {
@@ -226,6 +197,14 @@ class zip_writer {
     std::string name;
     std::uint32_t crc, size, offset;
   };
+  /// A member's local header and name; its data follows.
+  void begin(const std::string& member, std::uint32_t crc, std::size_t size) {
+    if (size >= 0xFFFFFFFFu || offset_ >= 0xFFFFFFFFu - size - 1024)
+      h5::fail(name_, "a .keras archive over 4 GiB needs ZIP64, which this writer does not write");
+    entries_.push_back({member, crc, std::uint32_t(size), std::uint32_t(offset_)});
+    header(0x04034b50, entries_.back(), false);
+    put(member.data(), member.size());
+  }
   void put(const void* p, std::size_t n) {
     out_.write(p, n);
     offset_ += n;
