@@ -60,6 +60,7 @@ cases = {
     "scce": (lambda **k: losses.SparseCategoricalCrossentropy(**k), "sparse/labels", "categorical/probs"),
     "scce_logits": (lambda **k: losses.SparseCategoricalCrossentropy(from_logits=True, **k), "sparse/labels", "categorical/logits"),
     "scce_logits_ignore": (lambda **k: losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=3, **k), "sparse/labels", "categorical/logits"),
+    "scce_ignore": (lambda **k: losses.SparseCategoricalCrossentropy(ignore_class=3, **k), "sparse/labels", "categorical/probs"),
 }
 
 out = dict(data)

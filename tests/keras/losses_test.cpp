@@ -103,6 +103,9 @@ TEST_CASE("losses: values, sample weights, reductions and gradients are Keras 3'
       logits_c);
   check_loss<false, losses::SparseCategoricalCrossentropy>("scce", CTFLOW_MAKE(SparseCategoricalCrossentropy), labels, probs_c);
   check_loss<false, losses::SparseCategoricalCrossentropy>("scce_logits", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true), labels, logits_c);
+  // Probabilities (their log evaluated, the adjoint carried back through it) with ignored labels
+  // (a mask folded into the weights).
+  check_loss<true, losses::SparseCategoricalCrossentropy>("scce_ignore", CTFLOW_MAKE(SparseCategoricalCrossentropy, .ignore_class = 3), labels, probs_c);
   check_loss<true, losses::SparseCategoricalCrossentropy>("scce_logits_ignore", CTFLOW_MAKE(SparseCategoricalCrossentropy, .from_logits = true, .ignore_class = 3),
                                                     labels, logits_c);
 }
@@ -118,6 +121,18 @@ TEST_CASE("losses: the reduction deduced, an expression of predictions evaluated
   CHECK(a == b);
   const float by_hand = float(item(nn::compute_average_loss(nn::sparse_softmax_cross_entropy_with_logits(labels, logits))));
   CHECK(a == Approx(by_hand).epsilon(1e-6));
+  // Probabilities at and past the clip's bounds (0, 1e-7, 1 - 1e-7, 1): the adjoint carried back
+  // through the evaluated log(clip(y_pred)) is the compiler's derivation of Keras's expression.
+  Tensor<float, Shape<2, 3>> probs;
+  const float at[6] = {0.f, 0.3f, 1e-7f, 1.f, 0.f, 1.f - 1e-7f};
+  std::copy_n(at, 6, probs.data());
+  for (const std::int32_t second : {0, 1, 2}) {
+    labels(1) = second;
+    const auto [v, g] = losses::SparseCategoricalCrossentropy{}.value_and_gradient(labels, probs);
+    const auto [expected, eg] = value_and_grad(nn::compute_average_loss(nn::sparse_categorical_crossentropy(labels, probs)), probs);
+    CHECK(v == Approx(expected).epsilon(1e-6));
+    for (std::size_t k = 0; k < 6; ++k) CHECK(g.data()[k] == Approx(eg.data()[k]).epsilon(1e-6).margin(1e-6));
+  }
   Tensor<std::int32_t, Shape<2>> bad;
   bad(0) = 2;
   bad(1) = 3;

@@ -147,30 +147,63 @@ template <class W, class Per> void check_weight(const W& w, const Per& per) {
   if (w.dims() != per.dims()) throw_shape_error("ctflow::keras::losses: sample_weight", "must have the per-sample losses' shape", w.dims(), per.dims());
 }
 
-/// Evaluates loss on (y_true, y_pred view) with optional sample weights: `with_call` hands
-/// each form of the loss's per-sample expression (and the count sum_over_batch_size divides
-/// by) to f.
+/// How a loss's per-sample losses read the predictions where they do not read y_pred itself
+/// (`with_call` hands it after the count): `input`, an evaluated function of y_pred, whose adjoint
+/// `back(d_input)` carries to y_pred's; and `mask`, per-sample weights of the loss's own (0 for
+/// the samples it leaves out), or null. The per-sample expression is then the same type whatever
+/// the loss's options: its value and gradient are instantiated once.
+template <class In, class M, class Back> struct reading {
+  const In& input;
+  const M* mask;
+  Back back;
+};
+struct straight {
+  template <class G> const G& operator()(const G& g) const { return g; }
+};
+template <class In, class M> reading(const In&, const M*, straight) -> reading<In, M, straight>;
+
+/// The mask of a reading (null where there is none).
+template <class T, class SPer, class... How> const Tensor<T, SPer>* mask_of(const How&... how) {
+  if constexpr (sizeof...(How) == 0) return nullptr;
+  else return (how.mask, ...);
+}
+
+/// The sample weights w (null: none) times the loss's own mask (null: none) times factor, as one
+/// tensor of the per-sample shape: every weighted form of a loss reads weights of this one type.
+template <class T, class SPer, class W> Tensor<T, SPer> combined_weight(const W* w, const Tensor<T, SPer>* mask, T factor) {
+  if constexpr (std::is_same_v<W, std::nullptr_t>) return *mask * factor;
+  else if (mask) return as_dtype<T>(*w) * *mask * factor;
+  else return as_dtype<T>(*w) * factor;
+}
+
+/// Hands f the per-sample losses of (y_true, y_pred view), weighted where there are sample
+/// weights w or the loss masks samples (an expression of one type for both), and the count
+/// sum_over_batch_size divides by.
 template <class Loss, class Y, class V, class W, class F> void with_weighted(const Loss& loss, const Y& y_true, const V& y_pred, const W* w, F&& f) {
-  loss.with_call(y_true, y_pred, [&](const auto& per, double counted) {
-    if constexpr (std::is_same_v<W, std::nullptr_t>) f(per, counted);
-    else {
-      if constexpr (weight_fits<W, decltype(per)>()) {
-        check_weight(*w, per);
-        f(per * as_dtype<value_t<V>>(*w), counted);
-      }
+  loss.with_call(y_true, y_pred, [&](const auto& per, double counted, const auto&... how) {
+    using T = value_t<V>;
+    using SPer = shape_t<decltype(per)>;
+    const Tensor<T, SPer>* mask = mask_of<T, SPer>(how...);
+    if constexpr (std::is_same_v<W, std::nullptr_t>) {
+      if (!mask) return f(per, counted);
+    } else if constexpr (!weight_fits<W, decltype(per)>()) {
+      return;
+    } else {
+      check_weight(*w, per);
     }
+    const Tensor<T, SPer> weight = combined_weight(w, mask, T(1));
+    f(per * weight, counted);
   });
 }
 
-/// y_pred as a view: a tensor's memory, or an expression evaluated into held.
-template <class P, class H> auto prediction_view(const P& y_pred, H& held) {
-  using T = value_t<P>;
-  if constexpr (is_leaf_v<P> && requires { requires !P::is_view; }) {
-    return TensorView<const T, shape_t<P>>(y_pred.data(), y_pred.dims());
-  } else {
-    held = y_pred;
-    return TensorView<const T, shape_t<P>>(held.data(), held.dims());
-  }
+/// x as a view of contiguous memory: a tensor's or a contiguous view's own, or x evaluated into
+/// held (an expression, a strided view).
+template <class P, class H> auto prediction_view(const P& x, H& held) {
+  using V = TensorView<const value_t<P>, shape_t<P>>;
+  if constexpr (is_leaf_v<P>)
+    if (x.strides() == row_major_strides(x.dims())) return V(x.data(), x.dims());
+  held = x;
+  return V(held.data(), held.dims());
 }
 
 /// The scale of a reduction: 1 / count for sum_over_batch_size (0 for no values), 1 otherwise.
@@ -206,21 +239,33 @@ template <class Loss, class Y, class P, class W> auto value_and_gradient(const L
   Tensor<T, shape_t<P>> held;
   const auto view = prediction_view(y_pred, held);
   std::pair<T, Tensor<T, shape_t<P>>> out;
-  loss.with_call(y_true, view, [&](const auto& per, double counted) {
-    auto [sum, gradient] = ctflow::value_and_grad(reduce_sum(per), unconnected_gradients::zero, view);
+  loss.with_call(y_true, view, [&](const auto& per, double counted, const auto&... how) {
+    using SPer = shape_t<decltype(per)>;
+    const auto& input = [&]() -> const auto& {
+      if constexpr (sizeof...(how) == 0) return view;
+      else return (how.input, ...);
+    }();
+    auto [sum, gradient] = ctflow::value_and_grad(reduce_sum(per), unconnected_gradients::zero, input);
+    const auto back = [&](const auto& g) -> decltype(auto) {
+      if constexpr (sizeof...(how) == 0) return (g);
+      else return (how.back, ...)(g);
+    };
     const T factor = T(scale<Loss::reduction>(counted));
+    const Tensor<T, SPer>* mask = mask_of<T, SPer>(how...);
     if constexpr (std::is_same_v<W, std::nullptr_t>) {
-      out.first = sum * factor;
-      out.second = gradient * factor;
-    } else {
-      using SPer = shape_t<decltype(per)>;
-      if constexpr (weight_fits<W, decltype(per)>()) {
-        check_weight(*w, per);
-        const Tensor<T, SPer> weight = as_dtype<T>(*w) * factor;
-        out.first = T(item(reduce_sum(per * weight)));
-        out.second = gradient * expand_dims<-1>(weight);
+      if (!mask) {
+        out.first = sum * factor;
+        out.second = back(gradient) * factor;
+        return;
       }
+    } else if constexpr (!weight_fits<W, decltype(per)>()) {
+      return;
+    } else {
+      check_weight(*w, per);
     }
+    const Tensor<T, SPer> weight = combined_weight(w, mask, factor);
+    out.first = T(item(reduce_sum(per * weight)));
+    out.second = back(gradient) * expand_dims<-1>(weight);
   });
   return out;
 }
@@ -463,21 +508,35 @@ template <Reduction R = Reduction::sum_over_batch_size> struct SparseCategorical
     using T = value_t<P>;
     using I = value_t<Y>;
     static_assert(is_integer_v<I>, "ctflow::keras::losses::SparseCategoricalCrossentropy: labels are integers (class indices)");
-    const auto run = [&](const auto& l) {
-      if (from_logits) return f(nn::sparse_softmax_cross_entropy_with_logits(l, y_pred), double(detail::count(l)));
-      f(nn::sparse_categorical_crossentropy(l, y_pred), double(detail::count(l)));
-    };
-    if (!ignore_class) {
-      run(labels);
+    using S = shape_t<Y>;
+    // The labels as a view (ignore_class's read as class 0, and masked out: the mean is over the
+    // others), so that every option gives the same per-sample expression.
+    Tensor<I, S> held;
+    Tensor<T, S> kept;
+    const Tensor<T, S>* mask = nullptr;
+    double counted = double(detail::count(labels));
+    if (ignore_class) {
+      const I ignored = I(*ignore_class);
+      held = where(equal(labels, ignored), I(0), labels);
+      kept = cast<T>(not_equal(labels, ignored));
+      mask = &kept;
+      counted = double(item(reduce_sum(kept)));
+    }
+    const TensorView<const I, S> l = ignore_class ? TensorView<const I, S>(held.data(), held.dims()) : detail::prediction_view(labels, held);
+    if (from_logits) {
+      f(nn::sparse_softmax_cross_entropy_with_logits(l, y_pred), counted, detail::reading{y_pred, mask, detail::straight{}});
       return;
     }
-    // Ignored labels read as class 0 and their losses are zeroed; the mean is over the others.
-    const I ignored = I(*ignore_class);
-    const Tensor<I, shape_t<Y>> cleaned = where(equal(labels, ignored), I(0), labels);
-    const Tensor<T, shape_t<Y>> valid = cast<T>(not_equal(labels, ignored));
-    const double kept = double(item(reduce_sum(valid)));
-    if (from_logits) f(nn::sparse_softmax_cross_entropy_with_logits(cleaned, y_pred) * valid, kept);
-    else f(nn::sparse_categorical_crossentropy(cleaned, y_pred) * valid, kept);
+    // Probabilities: Keras's backend takes log(clip(y_pred, eps, 1 - eps)) as the logits. They are
+    // evaluated once and the adjoint carried back through them: 1 / y_pred within the clip's
+    // bounds (inclusive, as TensorFlow's ClipByValue passes it), 0 outside.
+    using V = TensorView<const T, shape_t<P>>;
+    const Tensor<T, shape_t<P>> z = log(clip_by_value(y_pred, T(epsilon), T(1 - epsilon)));
+    const V logits(z.data(), z.dims());
+    const auto back = [&](const auto& g) {
+      return where(logical_and(y_pred >= T(epsilon), y_pred <= T(1 - epsilon)), g / y_pred, T(0));
+    };
+    f(nn::sparse_softmax_cross_entropy_with_logits(l, logits), counted, detail::reading<V, Tensor<T, S>, decltype(back)>{logits, mask, back});
   }
 };
 

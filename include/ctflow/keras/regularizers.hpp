@@ -20,16 +20,27 @@ struct Regularizer {
   bool active() const { return l1 != 0 || l2 != 0; }
   /// @brief Its value for weight w (l1 * sum(|w|) + l2 * sum(w^2), each term only when its
   /// factor is not 0).
-  template <class W> double operator()(const W& w) const {
+  template <class W> double operator()(const W& w) const { return value(flat(w)); }
+  /// @brief Adds its gradient with respect to w, l1 * sign(w) + 2 * l2 * w, to g (one fused loop,
+  /// on the weight's device).
+  template <class W, class G> void add_gradient(const W& w, G& g) const {
+    add_gradient_flat(flat(w), TensorView<value_t<G>, Shape<dyn>, placed_device_t<device_t<G>>>(g.data(), {g.size()}));
+  }
+
+ private:
+  /// A weight's memory as one axis: the penalty and its gradient are the same loop for every
+  /// weight of a dtype, whatever its shape.
+  template <class W> static auto flat(const W& w) {
+    return TensorView<const std::remove_const_t<value_t<W>>, Shape<dyn>, placed_device_t<device_t<W>>>(w.data(), {w.size()});
+  }
+  template <class V> double value(const V& w) const {
     double r = 0;
     if (l1 != 0) r += l1 * double(ctflow::item(reduce_sum(abs(w))));
     if (l2 != 0) r += l2 * double(ctflow::item(reduce_sum(square(w))));
     return r;
   }
-  /// @brief Adds its gradient with respect to w, l1 * sign(w) + 2 * l2 * w, to g (one fused loop,
-  /// on the weight's device).
-  template <class W, class G> void add_gradient(const W& w, G& g) const {
-    using T = value_t<W>;
+  template <class V, class G> void add_gradient_flat(const V& w, G g) const {
+    using T = std::remove_const_t<value_t<V>>;
     g = g + T(l1) * sign(w) + T(2 * l2) * w;
   }
 };
