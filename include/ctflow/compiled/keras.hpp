@@ -14,3 +14,8 @@
 #include <ctflow/keras/impl/saving.ipp>
 #include <ctflow/keras/impl/saving_h5.ipp>
 #include <ctflow/keras/impl/summary.ipp>
+
+CTFLOW_KERAS_INSTANCES(template, float)
+CTFLOW_KERAS_INSTANCES(template, double)
+CTFLOW_KERAS_LABEL_INSTANCES(template)
+CTFLOW_KERAS_OPTIMIZERS_INSTANCES(template, float)

@@ -335,3 +335,6 @@ template <class O = void, class L = void, class Model> void load_model(Model& mo
 }
 
 }  // namespace ctflow::keras
+
+// The instances of the keras code no model type enters, which the compiled part holds.
+#include <ctflow/keras/detail/instances.hpp>
