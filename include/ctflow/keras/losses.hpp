@@ -162,6 +162,19 @@ struct straight {
 };
 template <class In, class M> reading(const In&, const M*, straight) -> reading<In, M, straight>;
 
+/// Hands f the per-sample losses per_of(p) of p, the probabilities (an expression of y_pred)
+/// evaluated, as a reading of p whose adjoint goes back to y_pred's as back(g, p): a loss from
+/// logits differentiates the expression it has on probabilities (instantiated once for both).
+template <class E, class Back, class Per, class F> void through_probabilities(const E& probabilities, Back back, Per per_of, F& f) {
+  using T = value_t<E>;
+  using V = TensorView<const T, shape_t<E>>;
+  const Tensor<T, shape_t<E>> held = probabilities;
+  const V p(held.data(), held.dims());
+  const auto per = per_of(p);
+  const auto to_logits = [&](const auto& g) { return back(g, p); };
+  f(per, double(count(per)), reading<V, Tensor<T, shape_t<decltype(per)>>, decltype(to_logits)>{p, nullptr, to_logits});
+}
+
 /// The mask of a reading (null where there is none).
 template <class T, class SPer, class... How> const Tensor<T, SPer>* mask_of(const How&... how) {
   if constexpr (sizeof...(How) == 0) return nullptr;
@@ -455,8 +468,9 @@ template <Reduction R = Reduction::sum_over_batch_size> struct BinaryFocalCrosse
         return reduce_mean<-1>((y * slope + base) * pow(T(1) - p_t, T(gamma)) * bce);
       };
       if (from_logits) {
-        const auto per = focal(sigmoid(y_pred));
-        f(per, double(detail::count(per)));
+        // Keras's focal loss of sigmoid(logits): the probabilities evaluated, the adjoint carried
+        // back through them (sigmoid's rule), and the same per-sample expression as probabilities.
+        detail::through_probabilities(sigmoid(y_pred), [](const auto& g, const auto& p) { return g * (p * (T(1) - p)); }, focal, f);
       } else {
         const auto per = focal(y_pred);
         f(per, double(detail::count(per)));
@@ -486,8 +500,9 @@ template <Reduction R = Reduction::sum_over_batch_size> struct CategoricalFocalC
         return reduce_sum<-1>(T(alpha) * pow(T(1) - q, T(gamma)) * (-y * log(q)));
       };
       if (from_logits) {
-        const auto per = focal(nn::softmax(y_pred));
-        f(per, double(detail::count(per)));
+        // Of softmax(logits), likewise (softmax's rule: p * (g - sum(g * p)) over the last axis).
+        const auto back = [](const auto& g, const auto& p) { return p * (g - reduce_sum<-1>(g * p, keepdims)); };
+        detail::through_probabilities(nn::softmax(y_pred), back, focal, f);
       } else {
         const auto per = focal(y_pred);
         f(per, double(detail::count(per)));
