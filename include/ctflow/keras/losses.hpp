@@ -4,7 +4,10 @@
 /// `keras.losses.mean_squared_error`) and as classes with Keras's arguments, reductions and
 /// sample weights, and the gradient of a loss with respect to the predictions that a model's
 /// backward pass takes, derived by the compiler from the loss's expression (fused where the op
-/// is: softmax cross-entropy from logits).
+/// is: softmax cross-entropy from logits). A loss whose options change what its expression reads
+/// (the focal losses from logits, sparse categorical cross-entropy on probabilities) evaluates
+/// that input first and carries the adjoint back through it, so that every option shares one
+/// expression and one backward pass in the build.
 ///
 ///     keras::losses::SparseCategoricalCrossentropy loss{.from_logits = true};
 ///     const float value = loss(labels, logits);                      // sum_over_batch_size
