@@ -165,17 +165,28 @@ struct straight {
 };
 template <class In, class M> reading(const In&, const M*, straight) -> reading<In, M, straight>;
 
-/// Hands f the per-sample losses per_of(p) of p, the probabilities (an expression of y_pred)
-/// evaluated, as a reading of p whose adjoint goes back to y_pred's as back(g, p): a loss from
-/// logits differentiates the expression it has on probabilities (instantiated once for both).
-template <class E, class Back, class Per, class F> void through_probabilities(const E& probabilities, Back back, Per per_of, F& f) {
+/// The count sum_over_batch_size divides by: the per-sample losses', or those a loss's own mask
+/// keeps (null: all).
+template <class Per, class M> double kept_count(const Per& per, const M* mask) {
+  return mask ? double(item(reduce_sum(*mask))) : double(count(per));
+}
+
+/// Hands f the per-sample losses per_of(v) of v, the input expression evaluated (a function of
+/// y_pred: the probabilities of logits, the log of probabilities), as a reading of v whose adjoint
+/// goes back to y_pred's as back(g, v), with the loss's own mask (null: none). A loss whose
+/// options differ in what its expression reads thus differentiates one expression.
+template <class E, class Back, class Per, class F, class M = std::nullptr_t>
+void through_evaluated(const E& input, Back back, Per per_of, F& f, const M* mask = nullptr) {
   using T = value_t<E>;
   using V = TensorView<const T, shape_t<E>>;
-  const Tensor<T, shape_t<E>> held = probabilities;
-  const V p(held.data(), held.dims());
-  const auto per = per_of(p);
-  const auto to_logits = [&](const auto& g) { return back(g, p); };
-  f(per, double(count(per)), reading<V, Tensor<T, shape_t<decltype(per)>>, decltype(to_logits)>{p, nullptr, to_logits});
+  const Tensor<T, shape_t<E>> held = input;
+  const V v(held.data(), held.dims());
+  const auto per = per_of(v);
+  using Mask = Tensor<T, shape_t<decltype(per)>>;
+  const Mask* own = nullptr;
+  if constexpr (!std::is_same_v<M, std::nullptr_t>) own = mask;
+  const auto to_y_pred = [&](const auto& g) { return back(g, v); };
+  f(per, kept_count(per, own), reading<V, Mask, decltype(to_y_pred)>{v, own, to_y_pred});
 }
 
 /// The mask of a reading (null where there is none).
@@ -473,7 +484,7 @@ template <Reduction R = Reduction::sum_over_batch_size> struct BinaryFocalCrosse
       if (from_logits) {
         // Keras's focal loss of sigmoid(logits): the probabilities evaluated, the adjoint carried
         // back through them (sigmoid's rule), and the same per-sample expression as probabilities.
-        detail::through_probabilities(sigmoid(y_pred), [](const auto& g, const auto& p) { return g * (p * (T(1) - p)); }, focal, f);
+        detail::through_evaluated(sigmoid(y_pred), [](const auto& g, const auto& p) { return g * (p * (T(1) - p)); }, focal, f);
       } else {
         const auto per = focal(y_pred);
         f(per, double(detail::count(per)));
@@ -505,7 +516,7 @@ template <Reduction R = Reduction::sum_over_batch_size> struct CategoricalFocalC
       if (from_logits) {
         // Of softmax(logits), likewise (softmax's rule: p * (g - sum(g * p)) over the last axis).
         const auto back = [](const auto& g, const auto& p) { return p * (g - reduce_sum<-1>(g * p, keepdims)); };
-        detail::through_probabilities(nn::softmax(y_pred), back, focal, f);
+        detail::through_evaluated(nn::softmax(y_pred), back, focal, f);
       } else {
         const auto per = focal(y_pred);
         f(per, double(detail::count(per)));
@@ -532,29 +543,26 @@ template <Reduction R = Reduction::sum_over_batch_size> struct SparseCategorical
     Tensor<I, S> held;
     Tensor<T, S> kept;
     const Tensor<T, S>* mask = nullptr;
-    double counted = double(detail::count(labels));
     if (ignore_class) {
       const I ignored = I(*ignore_class);
       held = where(equal(labels, ignored), I(0), labels);
       kept = cast<T>(not_equal(labels, ignored));
       mask = &kept;
-      counted = double(item(reduce_sum(kept)));
     }
     const TensorView<const I, S> l = ignore_class ? TensorView<const I, S>(held.data(), held.dims()) : detail::prediction_view(labels, held);
     if (from_logits) {
-      f(nn::sparse_softmax_cross_entropy_with_logits(l, y_pred), counted, detail::reading{y_pred, mask, detail::straight{}});
+      const auto per = nn::sparse_softmax_cross_entropy_with_logits(l, y_pred);
+      f(per, detail::kept_count(per, mask), detail::reading{y_pred, mask, detail::straight{}});
       return;
     }
     // Probabilities: Keras's backend takes log(clip(y_pred, eps, 1 - eps)) as the logits. They are
     // evaluated once and the adjoint carried back through them: 1 / y_pred within the clip's
     // bounds (inclusive, as TensorFlow's ClipByValue passes it), 0 outside.
-    using V = TensorView<const T, shape_t<P>>;
-    const Tensor<T, shape_t<P>> z = log(clip_by_value(y_pred, T(epsilon), T(1 - epsilon)));
-    const V logits(z.data(), z.dims());
-    const auto back = [&](const auto& g) {
+    const auto back = [&](const auto& g, const auto&) {
       return where(logical_and(y_pred >= T(epsilon), y_pred <= T(1 - epsilon)), g / y_pred, T(0));
     };
-    f(nn::sparse_softmax_cross_entropy_with_logits(l, logits), counted, detail::reading<V, Tensor<T, S>, decltype(back)>{logits, mask, back});
+    const auto per = [&](const auto& logits) { return nn::sparse_softmax_cross_entropy_with_logits(l, logits); };
+    detail::through_evaluated(log(clip_by_value(y_pred, T(epsilon), T(1 - epsilon))), back, per, f, mask);
   }
 };
 

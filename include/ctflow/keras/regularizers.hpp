@@ -23,15 +23,13 @@ struct Regularizer {
   template <class W> double operator()(const W& w) const { return value(flat(w)); }
   /// @brief Adds its gradient with respect to w, l1 * sign(w) + 2 * l2 * w, to g (one fused loop,
   /// on the weight's device).
-  template <class W, class G> void add_gradient(const W& w, G& g) const {
-    add_gradient_flat(flat(w), TensorView<value_t<G>, Shape<dyn>, placed_device_t<device_t<G>>>(g.data(), {g.size()}));
-  }
+  template <class W, class G> void add_gradient(const W& w, G& g) const { add_gradient_flat(flat(w), flat(g)); }
 
  private:
-  /// A weight's memory as one axis: the penalty and its gradient are the same loop for every
-  /// weight of a dtype, whatever its shape.
-  template <class W> static auto flat(const W& w) {
-    return TensorView<const std::remove_const_t<value_t<W>>, Shape<dyn>, placed_device_t<device_t<W>>>(w.data(), {w.size()});
+  /// A tensor's memory as one axis (read-only where the tensor is): the penalty and its gradient
+  /// are the same loop for every weight of a dtype, whatever its shape.
+  template <class W> static auto flat(W& w) {
+    return TensorView<std::remove_pointer_t<decltype(w.data())>, Shape<dyn>, placed_device_t<device_t<W>>>(w.data(), {w.size()});
   }
   template <class V> double value(const V& w) const {
     double r = 0;
