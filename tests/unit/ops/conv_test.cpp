@@ -67,16 +67,28 @@ TEST_CASE("float32 conv2d and both gradients match their definitions across the 
   check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME, 2>(a, b); }, 2, 2, 1, 1, 1);
 }
 
-TEST_CASE("Winograd F(2x2, 3x3): conv2d and both gradients match their definitions, on any thread count") {
-  // Channels that leave part of a vector (17 in, 33 out), odd output sizes (a tile half outside),
-  // SAME and VALID and explicit padding, and (64 x 34 over 2 images: 1088 tiles) several chunks
-  // of tiles per thread and two groups of the filter gradient. The input gradient is Winograd's
-  // forward over dy for SAME, its adjoint for VALID and the explicit padding (fewer tiles of dy).
+TEST_CASE("Winograd F(2x2, 3x3) and F(4x4, 3x3): conv2d and both gradients match their definitions, on any thread count") {
+  // Channels that leave part of a vector (17 in, 33 out), odd output sizes (a tile partly
+  // outside), SAME and VALID and explicit padding, and (64 x 34 over 2 images) several chunks of
+  // tiles per thread and two groups of the filter gradient. The input gradient is Winograd's
+  // forward over dy where dx's tiles take no more products than dy's (SAME), its adjoint where
+  // fewer (VALID, the explicit padding). Each shape takes the scheme of fewer products: F(4x4,
+  // 3x3) for the 11 x 9 images, F(2x2, 3x3) for outputs 2 pixels high.
+  namespace winograd = backend::cpu::winograd;
+  const auto scheme_of = [](const dims_t<4>& x, nn::padding p) { return winograd::scheme_for(nn::detail::make_geometry(x, {3, 3, 17, 33}, 1, 1, 1, 1, p)); };
   Tensor<float, Shape<2, 11, 9, 17>> x = random_normal<float, Shape<2, 11, 9, 17>>(61, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 17, 33>> f = random_normal<float, Shape<3, 3, 17, 33>>(62, 0.0, 1.0);
+  REQUIRE(scheme_of(x.dims(), nn::SAME) == winograd::scheme::f4x4);
+  REQUIRE(scheme_of(x.dims(), nn::VALID) == winograd::scheme::f4x4);
   check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);
   check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::VALID>(a, b); }, 1, 1, 1, 0, 0);
   check_conv(x, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::explicit_padding(2, 0, 0, 1)>(a, b); }, 1, 1, 1, 2, 0);
+  Tensor<float, Shape<3, 2, 6, 17>> xs = random_normal<float, Shape<3, 2, 6, 17>>(68, 0.0, 1.0);
+  Tensor<float, Shape<3, 4, 8, 17>> xv = random_normal<float, Shape<3, 4, 8, 17>>(69, 0.0, 1.0);
+  REQUIRE(scheme_of(xs.dims(), nn::SAME) == winograd::scheme::f2x2);
+  REQUIRE(scheme_of(xv.dims(), nn::VALID) == winograd::scheme::f2x2);
+  check_conv(xs, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); }, 1, 1, 1, 1, 1);
+  check_conv(xv, f, [](const auto& a, const auto& b) { return nn::conv2d<nn::VALID>(a, b); }, 1, 1, 1, 0, 0);
   Tensor<float, Shape<2, 64, 34, 16>> xl = random_normal<float, Shape<2, 64, 34, 16>>(63, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 16, 16>> fl = random_normal<float, Shape<3, 3, 16, 16>>(64, 0.0, 1.0);
   const auto conv = [](const auto& a, const auto& b) { return nn::conv2d<nn::SAME>(a, b); };
@@ -103,8 +115,8 @@ TEST_CASE("Winograd F(2x2, 3x3): conv2d and both gradients match their definitio
 }
 
 TEST_CASE("Winograd's kept filter transforms follow every write to the filters") {
-  // One 6 x 7 image is 12 tiles: few enough that forward keeps the filters' transform between
-  // calls, and serves it only while the filters are byte for byte those it was made from.
+  // One 6 x 7 image is 42 output pixels: few enough that forward keeps the filters' transform
+  // between calls, and serves it only while the filters are byte for byte those it was made from.
   using kept = backend::cpu::winograd::kept_filters<float>;
   Tensor<float, Shape<1, 6, 7, 16>> x = random_normal<float, Shape<1, 6, 7, 16>>(71, 0.0, 1.0);
   Tensor<float, Shape<3, 3, 16, 32>> f = random_normal<float, Shape<3, 3, 16, 32>>(72, 0.0, 1.0);

@@ -1,7 +1,7 @@
 #pragma once
 // CPU kernels of conv2d and its two backward passes (Conv2DBackpropInput, Conv2DBackpropFilter).
-// Each pass picks its scheme per shape: Winograd's F(2x2, 3x3) (winograd.hpp) for 3x3 filters
-// with unit strides over a vector of channels or more, the direct kernels of conv.hpp where the
+// Each pass picks its scheme per shape: Winograd's F(2x2, 3x3) or F(4x4, 3x3) (winograd.hpp) for
+// 3x3 filters with unit strides over a vector of channels or more, the direct kernels of conv.hpp where the
 // height stride is 1 (the input gradient: both strides), im2col + GEMM otherwise.
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 namespace ctflow::backend::cpu {
 
 /// The CPU's schemes for a pass of a convolution, chosen per shape by each kernel's `scheme()`:
-/// Winograd's F(2x2, 3x3) (winograd.hpp), the direct kernels of conv.hpp (which need a height
+/// Winograd's minimal filtering (winograd.hpp), the direct kernels of conv.hpp (which need a height
 /// stride of 1, known at compile time: `direct_ok`), or a patch matrix and GEMM.
 enum class conv_scheme { winograd, direct, im2col };
 
@@ -42,10 +42,11 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
 
   void by_winograd(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
     const T* w = f.data;  // HWIO: the layout the transform reads
+    const winograd::scheme s = winograd::scheme_for(g);
     if (winograd::keeps_filters(g))
-      if (const T* u = winograd::kept_filters<T>::local().get(g.c, g.o, w)) return winograd::forward(g, x.data, u, out);
-    const auto u = winograd::transform_filters<T>(g.c, g.o, w);
-    winograd::forward(g, x.data, u.data(), out);
+      if (const T* u = winograd::kept_filters<T>::local().get(s, g.c, g.o, w)) return winograd::forward(s, g, x.data, u, out);
+    const auto u = winograd::transform_filters<T>(s, g.c, g.o, w);
+    winograd::forward(s, g, x.data, u.data(), out);
   }
   void by_direct(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
     // HWIO filters are the [depth, O] matrix the direct kernel multiplies.
@@ -95,19 +96,21 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
     return f.data[(((g.kh - 1 - ky) * g.kw + (g.kw - 1 - kx)) * g.c + ci) * g.o + d];
   }
   void by_winograd(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
-    // Winograd's forward over the transposed convolution has a tile per 2 x 2 pixels of dx, its
-    // adjoint one per 2 x 2 of dy, with the same work per tile but added into overlapping tiles
-    // of dx: the adjoint where dy has fewer tiles (VALID), the forward where as many (SAME).
+    // Winograd's forward over the transposed convolution has a tile per m x m pixels of dx, its
+    // adjoint one per m x m of dy, with the same work per tile but added into overlapping tiles
+    // of dx: the adjoint where dy's tiles take fewer products (VALID), the forward where as few
+    // (SAME).
     const conv::geometry t = transposed();
-    if (transposable() && winograd::tiling(t).count <= winograd::tiling(g).count) {
-      const auto u = winograd::transform_filters<T>(t.c, t.o, [&](std::size_t ky, std::size_t kx, std::size_t d, std::size_t ci) { return flipped(f, ky, kx, d, ci); });
-      winograd::forward(t, dy.data, u.data(), out);
+    const winograd::scheme st = winograd::scheme_for(t), sg = winograd::scheme_for(g);
+    if (transposable() && winograd::products(t, st) <= winograd::products(g, sg)) {
+      const auto u = winograd::transform_filters<T>(st, t.c, t.o, [&](std::size_t ky, std::size_t kx, std::size_t d, std::size_t ci) { return flipped(f, ky, kx, d, ci); });
+      winograd::forward(st, t, dy.data, u.data(), out);
       return;
     }
-    const auto ut = winograd::transform_filters<T>(g.o, g.c, [&](std::size_t ky, std::size_t kx, std::size_t d, std::size_t ci) {
-      return f.data[((ky * 3 + kx) * g.c + ci) * g.o + d];  // channel axes swapped: [16][o][c]
+    const auto ut = winograd::transform_filters<T>(sg, g.o, g.c, [&](std::size_t ky, std::size_t kx, std::size_t d, std::size_t ci) {
+      return f.data[((ky * 3 + kx) * g.c + ci) * g.o + d];  // channel axes swapped: [a^2][o][c]
     });
-    winograd::input_gradient(g, dy.data, ut.data(), out);
+    winograd::input_gradient(sg, g, dy.data, ut.data(), out);
   }
   void by_direct(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
     const conv::geometry t = transposed();
