@@ -59,27 +59,28 @@ inline window at(std::size_t h, std::size_t w, std::size_t k, std::size_t s, std
   return {clip(ys, h), clip(ys + std::ptrdiff_t(k), h), clip(xs, w), clip(xs + std::ptrdiff_t(k), w)};
 }
 
-/// Checks ctflow's max and average pooling of x ([n, h, w, c], k x k windows, stride s, SAME)
-/// and both gradients against the loops above (the averages summed in the kernel's order: each
-/// column of the window, then across the columns).
-template <std::size_t K, std::size_t S, class T, class SX> void check(const Tensor<T, SX>& x) {
+/// Checks ctflow's max and average pooling of x ([n, h, w, c], k x k windows, stride s, SAME or
+/// VALID) and both gradients against the loops above (the averages summed in the kernel's order:
+/// each column of the window, then across the columns).
+template <std::size_t K, std::size_t S, nn::padding P = nn::SAME, class T, class SX> void check(const Tensor<T, SX>& x) {
   const auto d = x.dims();
   const std::size_t n = d[0], h = d[1], w = d[2], c = d[3];
-  const std::size_t oh = (h + S - 1) / S, ow = (w + S - 1) / S;
-  const std::size_t pad_h = std::max<std::ptrdiff_t>(std::ptrdiff_t((oh - 1) * S + K) - std::ptrdiff_t(h), 0);
-  const std::size_t pad_w = std::max<std::ptrdiff_t>(std::ptrdiff_t((ow - 1) * S + K) - std::ptrdiff_t(w), 0);
-  const auto mp = eval(nn::max_pool2d<K, K, S, S, nn::SAME>(x));
-  const auto ap = eval(nn::avg_pool2d<K, K, S, S, nn::SAME>(x));
+  constexpr bool same = P == nn::SAME;
+  const std::size_t oh = same ? (h + S - 1) / S : (h - K) / S + 1, ow = same ? (w + S - 1) / S : (w - K) / S + 1;
+  const std::size_t pad_h = same ? std::max<std::ptrdiff_t>(std::ptrdiff_t((oh - 1) * S + K) - std::ptrdiff_t(h), 0) : 0;
+  const std::size_t pad_w = same ? std::max<std::ptrdiff_t>(std::ptrdiff_t((ow - 1) * S + K) - std::ptrdiff_t(w), 0) : 0;
+  const auto mp = eval(nn::max_pool2d<K, K, S, S, P>(x));
+  const auto ap = eval(nn::avg_pool2d<K, K, S, S, P>(x));
   // Weights 1/8, 2/8, ... 32 on the outputs, so that neighbouring windows' adjoints differ.
   Tensor<T, shape_t<decltype(mp)>> weights;
   for (std::size_t i = 0; i < weights.size(); ++i) weights.data()[i] = T(float(i % 256 + 1) / 8);
   // value_and_grad's from the positions its forward pass saved, grad's from x and y.
-  const auto mg = std::get<1>(value_and_grad(reduce_sum(nn::max_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
-  const auto mgs = eval(std::get<0>(grad(reduce_sum(nn::max_pool2d<K, K, S, S, nn::SAME>(x) * weights), x)));
-  const auto ag = std::get<1>(value_and_grad(reduce_sum(nn::avg_pool2d<K, K, S, S, nn::SAME>(x) * weights), x));
+  const auto mg = std::get<1>(value_and_grad(reduce_sum(nn::max_pool2d<K, K, S, S, P>(x) * weights), x));
+  const auto mgs = eval(std::get<0>(grad(reduce_sum(nn::max_pool2d<K, K, S, S, P>(x) * weights), x)));
+  const auto ag = std::get<1>(value_and_grad(reduce_sum(nn::avg_pool2d<K, K, S, S, P>(x) * weights), x));
   // value_and_grad's forward pass, which also saves each window's position of its maximum (and
   // reads each window straight from x for it).
-  auto node = nn::max_pool2d<K, K, S, S, nn::SAME>(x);
+  auto node = nn::max_pool2d<K, K, S, S, P>(x);
   Tensor<T, shape_t<decltype(mp)>> saving;
   Tensor<typename decltype(node)::op_type::saved_type, shape_t<decltype(mp)>> positions;
   { backend::cpu::evaluator<decltype(node)> forward(node, saving.data(), positions.data()); }
@@ -119,7 +120,7 @@ template <std::size_t K, std::size_t S, class T, class SX> void check(const Tens
     bad += float(mgs.data()[i]) != Approx(dmax[i]).epsilon(1e-2);
     bad += float(ag.data()[i]) != Approx(davg[i]).epsilon(1e-2).margin(1e-6);
   }
-  INFO("window " << K << ", stride " << S << ", input " << format_dims(d) << ", " << sizeof(T) << "-byte elements");
+  INFO("window " << K << ", stride " << S << (same ? ", SAME" : ", VALID") << ", input " << format_dims(d) << ", " << sizeof(T) << "-byte elements");
   CHECK(bad == 0);
 }
 
@@ -133,9 +134,15 @@ TEST_CASE("pooling and its gradients equal their loop definitions: channel tails
   pool_reference::check<3, 2>(x);
   pool_reference::check<2, 2>(x);
   pool_reference::check<3, 1>(x);
+  // VALID windows as wide as their strides tile the image but for its last row and column (the
+  // gradient's kernel for tiling windows writes each pixel once).
+  pool_reference::check<2, 2, nn::VALID>(x);
+  pool_reference::check<3, 3, nn::VALID>(x);
+  pool_reference::check<3, 2, nn::VALID>(x);
   Tensor<bfloat16, Shape<2, 9, 11, 3>> xb;
   for (std::size_t i = 0; i < xb.size(); ++i) xb.data()[i] = bfloat16(float(int((i * 29) % 11) - 5));
   pool_reference::check<3, 2>(xb);
+  pool_reference::check<2, 2, nn::VALID>(xb);
   // Windows of 255 elements or more keep their maxima's positions in the compute type, not bytes.
   const auto wide = random_normal<float, Shape<2, 20, 18, 5>>(78, 0.0, 1.0);
   pool_reference::check<16, 16>(wide);

@@ -294,9 +294,40 @@ void max_pool_grad(const nn::detail::pool_geometry& g, T* out, const T* x, const
   });
 }
 
+/// MaxPoolGradWithArgmax where the KH x KW windows tile the image (strides equal to the window,
+/// no padding, as Keras's MaxPooling2D(2) has them): each input pixel lies in one window at most,
+/// so it is written once, in row order, with dy where its window's maximum was and zero
+/// elsewhere (and in the rows and columns past the last window).
+template <class T, std::size_t KH, std::size_t KW, class P>
+void max_pool_argmax_grad_tiled(const nn::detail::pool_geometry& g, T* out, const T* dy, const P* saved) {
+  using V = compute_t<T>;
+  const std::size_t c = g.c, row = g.w * g.c, out_row = g.ow * g.c, covered = g.ow * KW * g.c;
+  parallel_for(g.n * g.oh, grain_for(KH * row), 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t r = b; r < e; ++r) {
+      const std::size_t n = r / g.oh, oy = r % g.oh;
+      T* const image = out + n * g.h * row;
+      const T* const d = dy + r * out_row;
+      const P* const s = saved + r * out_row;
+      for (std::size_t k = 0; k < KH; ++k) {
+        T* const line = image + (oy * KH + k) * row;
+        for (std::size_t ox = 0; ox < g.ow; ++ox)
+          each_channel_vector<T>(c, [&](std::size_t c0, auto load, auto store) {
+            using B = decltype(load(dy));
+            const std::size_t o = ox * c + c0;
+            const B v = load(d + o), pos = load_positions<B>(s + o, std::min(lanes<T>, c - c0), load), zero(V(0));
+            for (std::size_t j = 0; j < KW; ++j) store(line + (ox * KW + j) * c + c0, select(pos == B(V(k * KW + j)), v, zero));
+          });
+        std::fill(line + covered, line + row, T(0));
+      }
+      if (oy + 1 == g.oh) std::fill(image + g.oh * KH * row, image + g.h * row, T(0));
+    }
+  });
+}
+
 /// MaxPoolGradWithArgmax (ops/nn/pool.hpp) with KH x KW windows, from the positions P the forward pass saved.
 template <class T, std::size_t KH, std::size_t KW, class P>
 void max_pool_argmax_grad(const nn::detail::pool_geometry& g, T* out, const T* dy, const P* saved) {
+  if (g.sh == KH && g.sw == KW && g.pt == 0 && g.pl == 0 && g.oh * KH <= g.h && g.ow * KW <= g.w) return max_pool_argmax_grad_tiled<T, KH, KW, P>(g, out, dy, saved);
   using V = compute_t<T>;
   const std::size_t c = g.c, out_row = g.ow * g.c;
   const bool ahead = exceeds_cache<T>(g);
