@@ -441,11 +441,13 @@ template <class S, class T> void filter_tiles(const geometry& g, const T* x, con
   const std::size_t cp = vectors<T>(g.c), op = vectors<T>(g.o), co = g.c * g.o;
   // The tiles are cut into groups, each adding its a^2 [c x o] products in place, chunk by chunk:
   // a power of two of them (so that 2, 4, 8 or 16 threads take equal shares), each of at least
-  // two chunks of a whole L2's transformed inputs and gradients (there is no third buffer); the
-  // chunks of a group are then made equal. The products' inner dimension is the chunk's tiles:
-  // the longer, the faster (F(4x4, 3x3) over the Fashion-MNIST CNN's second convolution at batch
-  // 64, 576 tiles: 0.65 ms in 2 groups of 4 chunks of 72, 0.87 ms in 7 groups of 2 chunks of 37).
-  const std::size_t most = chunk_tiles<T>(P, cp, op) * 2, groups = std::bit_floor(std::clamp<std::size_t>(tl.count / (2 * most), 1, 16));
+  // two chunks of forward's size (so that the passes' scratch blocks are of one size class, which
+  // the block cache hands from one to the next); the chunks of a group are then made equal. The
+  // products' inner dimension is the chunk's tiles: the longer, the faster, but the larger the
+  // scratch (F(4x4, 3x3) over the Fashion-MNIST CNN's second convolution at batch 64, 576 tiles:
+  // 4 groups of 4 chunks of 36, 0.74 ms; 2 groups of 4 chunks of 72, 0.71 ms with 2 MB more
+  // resident; F(2x2, 3x3), 0.86 ms).
+  const std::size_t most = chunk_tiles<T>(P, cp, op), groups = std::bit_floor(std::clamp<std::size_t>(tl.count / (2 * most), 1, 16));
   const std::size_t per_group = (tl.count + groups - 1) / groups, chunk = (per_group + (per_group + most - 1) / most - 1) / ((per_group + most - 1) / most);
   const std::size_t vs = chunk * cp + L, ds = chunk * op + L;
   ctflow::detail::buffer<T> sum(P * co, false);
