@@ -189,10 +189,12 @@ void through_evaluated(const E& input, Back back, Per per_of, F& f, const M* mas
   f(per, kept_count(per, own), reading<V, Mask, decltype(to_y_pred)>{v, own, to_y_pred});
 }
 
-/// The mask of a reading (null where there is none).
-template <class T, class SPer, class... How> const Tensor<T, SPer>* mask_of(const How&... how) {
-  if constexpr (sizeof...(How) == 0) return nullptr;
-  else return (how.mask, ...);
+/// The reading a loss handed after its count (how...), or, where it handed none, y_pred read
+/// straight with no mask of the loss's own: the one form the weighted and differentiated losses
+/// read.
+template <class T, class SPer, class V, class... How> auto reading_of(const V& y_pred, const How&... how) {
+  if constexpr (sizeof...(How) == 0) return reading<V, Tensor<T, SPer>, straight>{y_pred, nullptr, straight{}};
+  else return (how, ...);
 }
 
 /// The sample weights w (null: none) times the loss's own mask (null: none) times factor, as one
@@ -210,7 +212,7 @@ template <class Loss, class Y, class V, class W, class F> void with_weighted(con
   loss.with_call(y_true, y_pred, [&](const auto& per, double counted, const auto&... how) {
     using T = value_t<V>;
     using SPer = shape_t<decltype(per)>;
-    const Tensor<T, SPer>* mask = mask_of<T, SPer>(how...);
+    const Tensor<T, SPer>* mask = reading_of<T, SPer>(y_pred, how...).mask;
     if constexpr (std::is_same_v<W, std::nullptr_t>) {
       if (!mask) return f(per, counted);
     } else if constexpr (!weight_fits<W, decltype(per)>()) {
@@ -268,21 +270,14 @@ template <class Loss, class Y, class P, class W> auto value_and_gradient(const L
   std::pair<T, Tensor<T, shape_t<P>>> out;
   loss.with_call(y_true, view, [&](const auto& per, double counted, const auto&... how) {
     using SPer = shape_t<decltype(per)>;
-    const auto& input = [&]() -> const auto& {
-      if constexpr (sizeof...(how) == 0) return view;
-      else return (how.input, ...);
-    }();
-    auto [sum, gradient] = ctflow::value_and_grad(reduce_sum(per), unconnected_gradients::zero, input);
-    const auto back = [&](const auto& g) -> decltype(auto) {
-      if constexpr (sizeof...(how) == 0) return (g);
-      else return (how.back, ...)(g);
-    };
+    const auto read = reading_of<T, SPer>(view, how...);
+    auto [sum, gradient] = ctflow::value_and_grad(reduce_sum(per), unconnected_gradients::zero, read.input);
     const T factor = T(scale<Loss::reduction>(counted));
-    const Tensor<T, SPer>* mask = mask_of<T, SPer>(how...);
+    const Tensor<T, SPer>* mask = read.mask;
     if constexpr (std::is_same_v<W, std::nullptr_t>) {
       if (!mask) {
         out.first = sum * factor;
-        out.second = back(gradient) * factor;
+        out.second = read.back(gradient) * factor;
         return;
       }
     } else if constexpr (!weight_fits<W, decltype(per)>()) {
@@ -292,7 +287,7 @@ template <class Loss, class Y, class P, class W> auto value_and_gradient(const L
     }
     const Tensor<T, SPer> weight = combined_weight(w, mask, factor);
     out.first = T(item(reduce_sum(per * weight)));
-    out.second = back(gradient) * expand_dims<-1>(weight);
+    out.second = read.back(gradient) * expand_dims<-1>(weight);
   });
   return out;
 }
