@@ -156,8 +156,8 @@ template <class T> bool suits(const geometry& g) {
 
 /// The m x m tiles of g's output: th x tw per image, counted image by image, row by row.
 struct tiling {
-  std::size_t m, th, tw, count;
-  tiling(const geometry& g, std::size_t side) : m(side), th((g.oh + side - 1) / side), tw((g.ow + side - 1) / side), count(g.n * th * tw) {}
+  std::size_t th, tw, count;
+  tiling(const geometry& g, std::size_t side) : th((g.oh + side - 1) / side), tw((g.ow + side - 1) / side), count(g.n * th * tw) {}
   /// Calls f(t, image, ty, tx) for tiles [t0, t0 + nt), t counted from t0.
   template <class F> void each(std::size_t t0, std::size_t nt, F&& f) const {
     std::size_t img = t0 / (th * tw), r = t0 % (th * tw), ty = r / tw, tx = r % tw;
@@ -448,7 +448,7 @@ template <class S, class T> void filter_tiles(const geometry& g, const T* x, con
   // 4 groups of 4 chunks of 36, 0.74 ms; 2 groups of 4 chunks of 72, 0.71 ms with 2 MB more
   // resident; F(2x2, 3x3), 0.86 ms).
   const std::size_t most = chunk_tiles<T>(P, cp, op), groups = std::bit_floor(std::clamp<std::size_t>(tl.count / (2 * most), 1, 16));
-  const std::size_t per_group = (tl.count + groups - 1) / groups, chunk = (per_group + (per_group + most - 1) / most - 1) / ((per_group + most - 1) / most);
+  const std::size_t per_group = (tl.count + groups - 1) / groups, chunks = (per_group + most - 1) / most, chunk = (per_group + chunks - 1) / chunks;
   const std::size_t vs = chunk * cp + L, ds = chunk * op + L;
   ctflow::detail::buffer<T> sum(P * co, false);
   reduce::sum_in_chunk_order(groups, P * co, sum.data(), [&](std::size_t group, T* part, T* work) {
