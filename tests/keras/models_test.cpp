@@ -161,6 +161,52 @@ TEST_CASE("Sequential's backward: no input adjoint through weightless layers in 
 }
 
 namespace {
+/// Gradients of model's weights and input after one training call on x with output adjoint dy.
+template <class Model, class X, class Dy> std::vector<std::vector<float>> gradients_after(Model& model, const X& x, const Dy& dy) {
+  model(x, true);
+  const auto dx = model.backward(TensorView<const float, shape_t<Dy>>(dy.data(), dy.dims()), true);
+  REQUIRE(dx.has_value());
+  std::vector<std::vector<float>> out{std::vector<float>(dx->data(), dx->data() + dx->size())};
+  for (const auto& g : model.gradients()) out.emplace_back(g.data(), g.data() + g.size());
+  return out;
+}
+/// A model with Conv2D<4, 3, Activation> before the pooling Pool against the same weights with
+/// the activation as a layer of its own (which Sequential does not fold into the pooling).
+template <auto Activation, class Pool> void check_activation_fold(float tolerance) {
+  keras::backend::clear_session();
+  using Folded = keras::Sequential<keras::Input<float, Shape<9, 9, 2>>, layers::Conv2D<4, 3, Activation, layers::same>, Pool, layers::Flatten,
+                                   layers::Dense<16, Activation>, layers::Dense<3>>;
+  using Apart = keras::Sequential<keras::Input<float, Shape<9, 9, 2>>, layers::Conv2D<4, 3, layers::same>, layers::Activation<Activation>, Pool,
+                                  layers::Flatten, layers::Dense<16, Activation>, layers::Dense<3>>;
+  static_assert(std::remove_cvref_t<decltype(std::declval<Folded&>().template get_layer<0>())>::activation_from_value);
+  static_assert(!std::remove_cvref_t<decltype(std::declval<Apart&>().template get_layer<0>())>::activation_from_value);
+  Folded folded;
+  Apart apart;
+  apart.set_weights(folded.get_weights());
+  // Ties and zeros in the pooling windows: a row of equal pixels, relu's zeros.
+  auto x = random_uniform<float, Shape<dyn, 9, 9, 2>>(21, -1, 1, {3, 9, 9, 2});
+  for (std::size_t k = 0; k < 18; ++k) x.data()[k] = 0.25f;
+  const auto dy = random_uniform<float, Shape<dyn, 3>>(22, -1, 1, {3, 3});
+  const auto a = gradients_after(folded, x, dy), b = gradients_after(apart, x, dy);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].size() == b[i].size());
+    for (std::size_t k = 0; k < a[i].size(); ++k) CHECK(std::abs(a[i][k] - b[i][k]) <= tolerance * (1 + std::abs(b[i][k])));
+  }
+}
+}  // namespace
+
+TEST_CASE("Sequential's backward: a max pooling takes the activation's adjoint of the convolution before it at the pooled extents") {
+  // relu's adjoint is a selection: the gradients are bitwise those of the activation as a layer.
+  check_activation_fold<activations::relu, layers::MaxPooling2D<2>>(0);
+  check_activation_fold<activations::relu, layers::MaxPooling2D<3, layers::strides<2>, layers::same>>(0);  // overlapping windows
+  check_activation_fold<activations::tanh, layers::MaxPooling2D<2>>(1e-6f);
+  check_activation_fold<activations::sigmoid, layers::MaxPooling2D<3, layers::strides<2>, layers::same>>(1e-6f);
+  // An average pooling reads every input: no fold, and the same gradients.
+  check_activation_fold<activations::relu, layers::AveragePooling2D<2>>(0);
+}
+
+namespace {
 /// The heap allocations fit makes in each warm step of model (the steps of every epoch after the
 /// first, but each epoch's first two: the second step still holds the first's recordings while
 /// it makes its own, and a worker thread makes its own packing and transform buffers the first

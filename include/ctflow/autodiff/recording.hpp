@@ -34,7 +34,27 @@ template <class E, class... V> class recording {
   /// @brief As above, given the memory of g's value (g a view of it) that its owner no longer
   /// needs: the walk may overwrite it with the first adjoint it keeps (the backward pass of an
   /// activation then takes no memory of its own).
-  template <Expression G> gradients gradient(value_type* writable_g, const G& g, const V*... vs) {
+  template <Expression G> gradients gradient(value_type* writable_g, const G& g, const V*... vs) { return run(frozen_, writable_g, g, vs...); }
+
+  /// @brief Whether E is an activation over a layer's sum whose adjoint reads only the
+  /// activation's value (autodiff::activated_sum: relu(conv2d(x, kernel) + bias)). Its adjoint
+  /// can then be taken wherever that value is known, and passed on by
+  /// `gradient_below_activation`: a max pooling after it takes it at the pooled size, where each
+  /// element is its input's value at the one place its gradient reaches.
+  static constexpr bool activation_from_value = activated_sum<E>::value;
+  /// @brief The activation's adjoint, given g the adjoint of its value y (any extents: y's
+  /// elements are values the activation gave).
+  template <Expression G, Expression Y> auto activation_adjoint(const G& g, const Y& y) const requires activation_from_value {
+    return rule<expr::Unary<decltype(expr_.f), Y>>::template vjp<0>(expr::Unary<decltype(expr_.f), Y>{expr_.f, y}, g, y);
+  }
+  /// @brief As gradient, given g the adjoint of the activation's operand (activation_adjoint
+  /// already taken).
+  template <Expression G> gradients gradient_below_activation(value_type* writable_g, const G& g, const V*... vs) requires activation_from_value {
+    return run(expr::nth_operand<0>(frozen_.node), writable_g, g, vs...);
+  }
+
+ private:
+  template <class R, class G> gradients run(const R& root, value_type* writable_g, const G& g, const V*... vs) {
     for (auto& k : ws_.kept) {
       k.expected = k.received = 0;
       k.adjoint = {};
@@ -44,12 +64,11 @@ template <class E, class... V> class recording {
       acc.donated = writable_g;
       acc.donated_bytes = product(g.dims()) * sizeof(value_type);
     }
-    count_reads(frozen_, acc);
-    backprop(frozen_, g, acc);
+    count_reads(root, acc);
+    backprop(root, g, acc);
     return std::move(acc.grads);
   }
 
- private:
   using workspace_type = workspace<slots<E>() + 1, device>;
   using frozen_type = decltype(freeze_into(std::declval<const E&>(), std::declval<workspace_type&>(), static_cast<value_type*>(nullptr)));
   E expr_;

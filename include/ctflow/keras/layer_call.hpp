@@ -112,6 +112,14 @@ template <class L> constexpr bool records_inference() {
   }
 }
 
+/// Whether a call of L (in training) is an activation whose adjoint reads only its value, over
+/// the layer's sum (autodiff::recording's activation_from_value: Dense's and the convolutions'
+/// relu(product + bias)).
+template <class L> constexpr bool activation_from_value() {
+  if constexpr (differentiates_itself<L> || records_inference<L>()) return false;
+  else return recording_of<L, input_views<L>, weights_tuple<L>, training_t>::type::activation_from_value;
+}
+
 /// A kept tensor given new extents (a new batch size): its old block goes back to the cache
 /// first, so the new one can be taken from it.
 template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d) {
@@ -136,6 +144,12 @@ template <class L> constexpr bool passes_mask() {
 }
 template <class L> constexpr bool merges_masks() {
   if constexpr (requires { L::merges_masks; }) return L::merges_masks;
+  else return false;
+}
+/// Whether L is a max pooling: the adjoint of an output element reaches only inputs whose value
+/// is that element.
+template <class L> constexpr bool selects_maximum() {
+  if constexpr (requires { L::selects_maximum; }) return L::selects_maximum;
   else return false;
 }
 /// The mask a call of L keeps (when L makes one, or joins its inputs': one bool per step).
@@ -225,8 +239,10 @@ template <class L> class layer_call {
   /// the gradients of the layer's trainable weights (none when `trainable` is false) and of the
   /// inputs whose flag in want_input is set. `name` is the layer's, for errors. `writable_dy`,
   /// when given, is dy's memory, which its owner no longer needs: the pass may overwrite it.
+  /// `activated`: dy is already the adjoint of the activation's operand (activation_adjoint
+  /// taken; only where detail::activation_from_value<L>()).
   gradient_tensors& backward(L& layer, bool trainable, const output_view& dy, const std::array<bool, arity>& want_input, const std::string& name,
-                             value_type* writable_dy = nullptr) {
+                             value_type* writable_dy = nullptr, bool activated = false) {
     if (!trained_) throw value_error("ctflow::keras: " + name + ": backward without a training forward pass");
     gradient_tensors& grads = gradients();
     std::array<bool, detail::weight_count<L>() + 1> trains{};
@@ -240,6 +256,8 @@ template <class L> class layer_call {
       layer.backward(dy, grads, targets, state_);
     } else if constexpr (detail::records_inference<L>()) {
       grads = std::apply([&](auto*... t) { return record_ ? record_->gradient(writable_dy, dy, t...) : inference_record_->gradient(writable_dy, dy, t...); }, targets);
+    } else if constexpr (detail::activation_from_value<L>()) {
+      grads = std::apply([&](auto*... t) { return activated ? record_->gradient_below_activation(writable_dy, dy, t...) : record_->gradient(writable_dy, dy, t...); }, targets);
     } else {
       grads = std::apply([&](auto*... t) { return record_->gradient(writable_dy, dy, t...); }, targets);
     }
@@ -248,6 +266,9 @@ template <class L> class layer_call {
     }(std::make_index_sequence<detail::weight_count<L>()>{});
     return grads;
   }
+  /// @brief The adjoint of the activation of the last training forward, given g the adjoint of
+  /// its value y (an expression; only where detail::activation_from_value<L>()).
+  template <class G, class Y> auto activation_adjoint(const G& g, const Y& y) const { return record_->activation_adjoint(g, y); }
   /// @brief The gradients of the last backward pass.
   gradient_tensors& gradients() { return grads_ ? *grads_ : grads_.emplace(); }
   /// @brief The memory of each weight's gradient from the last backward pass (null: none).
@@ -360,14 +381,23 @@ template <class L> class layer_instance {
   /// `each_gradient`) and, when input_gradient is set, of the input(s), which it returns (for one
   /// input, its gradient; for several, the tuple). With `dy_writable`, dy's memory is the
   /// caller's to give up: the pass may overwrite it (a Sequential's adjoints between layers).
-  auto backward(const output_view& dy, bool input_gradient = true, bool frozen = false, bool dy_writable = false) {
+  /// `activated`: dy is already the adjoint of the activation's operand (activation_adjoint).
+  auto backward(const output_view& dy, bool input_gradient = true, bool frozen = false, bool dy_writable = false, bool activated = false) {
     std::array<bool, arity> want;
     want.fill(input_gradient);
-    auto& g = call_.backward(layer, trainable && !frozen, dy, want, name, dy_writable ? const_cast<value_type*>(dy.data()) : nullptr);
+    auto& g = call_.backward(layer, trainable && !frozen, dy, want, name, dy_writable ? const_cast<value_type*>(dy.data()) : nullptr, activated);
     detail::add_regularization<arity>(layer, g);
     if constexpr (arity == 1) return std::move(std::get<0>(g));
     else return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple{std::move(std::get<I>(g))...}; }(std::make_index_sequence<arity>{});
   }
+
+  /// @brief Whether the layer's training call is an activation whose adjoint reads only its value
+  /// (relu(product + bias)): activation_adjoint then takes it at any values of that activation,
+  /// and backward(..., activated = true) starts below it.
+  static constexpr bool activation_from_value = detail::activation_from_value<L>();
+  /// @brief The adjoint of the activation of the last training call, given g the adjoint of y
+  /// (values the activation gave, any extents): an expression.
+  template <class G, class Y> auto activation_adjoint(const G& g, const Y& y) const requires activation_from_value { return call_.activation_adjoint(g, y); }
 
   /// @brief The gradients of the last backward pass, one per weight (empty when the weight does
   /// not train or was not reached).

@@ -161,17 +161,18 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// The backward pass from layer I down, given the adjoint of its output: the model's dy (a
   /// view of the caller's memory), or the adjoint layer I + 1 returned, which this pass owns: layer
   /// I may overwrite it, and it is freed as soon as layer I is done with it.
-  template <std::size_t I, class Dy> std::optional<Tensor<input_value_type, input_shape>> back(Dy&& adjoint, bool input_gradient) {
+  /// `activated`: the adjoint is already the adjoint of layer I's activation's operand.
+  template <std::size_t I, class Dy> std::optional<Tensor<input_value_type, input_shape>> back(Dy&& adjoint, bool input_gradient, bool activated = false) {
     auto& layer = std::get<I>(layers_);
     using L = std::remove_cvref_t<decltype(layer)>;
     constexpr bool owned = !std::remove_cvref_t<Dy>::is_view;
     auto run = [&](bool want_input) {
       if constexpr (owned) {
-        auto dx = layer.backward(typename L::output_view(adjoint.data(), adjoint.dims()), want_input, !trainable, true);
+        auto dx = layer.backward(typename L::output_view(adjoint.data(), adjoint.dims()), want_input, !trainable, true, activated);
         { auto done = std::move(adjoint); }
         return dx;
       } else {
-        return layer.backward(adjoint, want_input, !trainable);
+        return layer.backward(adjoint, want_input, !trainable, false, activated);
       }
     };
     if constexpr (I == 0) {
@@ -183,11 +184,29 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
       // Rescaling in front of the first convolution).
       run(false);
       return std::nullopt;
+    } else if constexpr (folds_activation<I>() && !owned) {
+      return back<I>(Tensor<typename L::value_type, typename L::output_shape>(adjoint), input_gradient);  // the fold below writes into the adjoint
     } else {
+      if constexpr (folds_activation<I>()) {
+        // Layer I is a max pooling after an activation whose adjoint reads only its value (relu):
+        // a pooled element's adjoint reaches one input, where the activation's value is the
+        // pooled element itself, so the activation's adjoint is taken here, over the pooled
+        // extents (a quarter of the activation's for 2 x 2 windows), and layer I - 1's backward
+        // pass starts below its activation.
+        typename L::output_view dy(adjoint.data(), adjoint.dims());
+        TensorView<typename L::value_type, typename L::output_shape>(adjoint.data(), adjoint.dims()) =
+            std::get<I - 1>(layers_).activation_adjoint(dy, layer.output());
+      }
       auto dx = run(true);
       if (!dx) throw value_error("ctflow::keras::Sequential: layer " + layer.name + " gave no gradient for its input");
-      return back<I - 1>(std::move(*dx), input_gradient);
+      return back<I - 1>(std::move(*dx), input_gradient, folds_activation<I>());
     }
+  }
+
+  /// Whether layer I takes the activation adjoint of layer I - 1 (see back).
+  template <std::size_t I> static constexpr bool folds_activation() {
+    if constexpr (I == 0) return false;
+    else return detail::selects_maximum<typename std::tuple_element_t<I, instances_type>::layer_type>() && std::tuple_element_t<I - 1, instances_type>::activation_from_value;
   }
 
   /// Whether a layer before layer I has weights (trainable or not).
@@ -199,7 +218,8 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
 
   InputSpec input_spec_;
   Tensor<input_value_type, input_shape> input_tensor_;
-  typename detail::instances<layers_type>::type layers_;
+  using instances_type = typename detail::instances<layers_type>::type;
+  instances_type layers_;
 };
 
 }  // namespace ctflow::keras

@@ -29,6 +29,9 @@ template <bool Max, auto Pool, const char* Name, auto... Options> struct pooling
     static constexpr const char* class_name = Name;
     using value_type = T;
     using input_shape = In;
+    /// Max pooling's input gradient reaches only inputs equal to their window's output (see
+    /// detail::selects_maximum).
+    static constexpr bool selects_maximum = Max;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(out_h<In, pool_size, stride, size2{1, 1}, padding>()),
                                extent_t(out_w<In, pool_size, stride, size2{1, 1}, padding>()), detail::extent<In, 3>>;
     template <class Spec> explicit built(const Spec&) {}
