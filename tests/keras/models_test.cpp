@@ -188,6 +188,11 @@ template <auto Activation, class Pool> void check_activation_fold(float toleranc
   for (std::size_t k = 0; k < 18; ++k) x.data()[k] = 0.25f;
   const auto dy = random_uniform<float, Shape<dyn, 3>>(22, -1, 1, {3, 3});
   const auto a = gradients_after(folded, x, dy), b = gradients_after(apart, x, dy);
+  // The convolution's output went back for the pooling's input adjoint; the next call makes it again.
+  constexpr bool folds = keras::detail::selects_maximum<typename std::remove_cvref_t<decltype(folded.template get_layer<1>())>::layer_type>();
+  CHECK(folded.template get_layer<0>().output().size() == (folds ? 0u : 3u * 9 * 9 * 4));
+  folded(x, true);
+  CHECK(folded.template get_layer<0>().output().size() == 3u * 9 * 9 * 4);
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     REQUIRE(a[i].size() == b[i].size());
@@ -204,6 +209,31 @@ TEST_CASE("Sequential's backward: a max pooling takes the activation's adjoint o
   check_activation_fold<activations::sigmoid, layers::MaxPooling2D<3, layers::strides<2>, layers::same>>(1e-6f);
   // An average pooling reads every input: no fold, and the same gradients.
   check_activation_fold<activations::relu, layers::AveragePooling2D<2>>(0);
+}
+
+TEST_CASE("Flatten's output is a view of its input's memory; a Sequential hands it the adjoint's memory back") {
+  keras::backend::clear_session();
+  keras::Sequential<keras::Input<float, Shape<3, 4>>, layers::Dense<5>, layers::Flatten, layers::Dense<2>> model;
+  const auto x = random_uniform<float, Shape<dyn, 3, 4>>(31, -1, 1, {2, 3, 4});
+  const auto dy = random_uniform<float, Shape<dyn, 2>>(32, -1, 1, {2, 2});
+  model(x, true);
+  CHECK(model.get_layer<1>().output().data() == model.get_layer<0>().output().data());
+  const auto dx = model.backward(TensorView<const float, Shape<dyn, 2>>(dy.data(), dy.dims()), true);
+  REQUIRE(dx.has_value());
+  // By hand: df = dy W2^T over the 15 flattened features, dh its [3, 5] rows, dx = dh W1^T.
+  const auto& w1 = model.get_layer<0>().layer.kernel;
+  const auto& w2 = model.get_layer<2>().layer.kernel;
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t r = 0; r < 3; ++r)
+      for (std::size_t i = 0; i < 4; ++i) {
+        double expected = 0;
+        for (std::size_t u = 0; u < 5; ++u) {
+          double dh = 0;
+          for (std::size_t o = 0; o < 2; ++o) dh += double(dy(b, o)) * double(w2(r * 5 + u, o));
+          expected += dh * double(w1(i, u));
+        }
+        CHECK(std::abs((*dx)(b, r, i) - expected) < 1e-5);
+      }
 }
 
 namespace {

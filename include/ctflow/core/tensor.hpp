@@ -163,6 +163,16 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   std::span<T> flat() { return {data(), size()}; }
   std::span<const T> flat() const { return {data(), size()}; }
 
+  /// @brief The same elements as a tensor of shape S2 and extents d, taking this tensor's memory
+  /// (a reshape of a value about to be dropped, with no copy): `std::move(t).reshaped<S2>(d)`.
+  /// Other extents (or another element count) are a shape_error.
+  template <ShapeType S2> Tensor<T, S2, D> reshaped(const dims_t<std::size_t(S2::rank)>& d) && {
+    if (product(d) != size())
+      throw shape_error("ctflow::Tensor::reshaped: " + format_dims(dims_) + " has " + std::to_string(size()) + " elements, " + format_dims(d) + " " +
+                        std::to_string(product(d)));
+    return Tensor<T, S2, D>(d, std::move(buf_));
+  }
+
   /// @brief The element at the given indices (unchecked).
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
   T& operator()(I... i) { return buf_.data()[offset({std::size_t(i)...})]; }
@@ -203,7 +213,9 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
     return offset(u);
   }
 
+  template <DType, ShapeType, class> friend class Tensor;
   using buffer_type = typename D::template buffer<T>;
+  Tensor(const dims_t<std::size_t(rank)>& d, buffer_type&& b) : dims_(checked(d)), buf_(std::move(b)) {}
   dims_t<std::size_t(rank)> dims_{};
   buffer_type buf_;
 };

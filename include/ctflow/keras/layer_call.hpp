@@ -121,11 +121,12 @@ template <class L> constexpr bool activation_from_value() {
 }
 
 /// A kept tensor given new extents (a new batch size): its old block goes back to the cache
-/// first, so the new one can be taken from it.
-template <class T, class S> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d) {
+/// first, so the new one can be taken from it. Its elements are zeros, or with `uninitialized`
+/// left for the caller to write.
+template <class T, class S, class... Init> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d, Init... init) {
   if (t.dims() == d) return;
   t = Tensor<T, S>();
-  t = Tensor<T, S>(d);
+  t = Tensor<T, S>(d, init...);
 }
 
 /// Keras's masks (one bool per step of a sequence: the output's extents without its last axis).
@@ -146,6 +147,10 @@ template <class L> constexpr bool merges_masks() {
   if constexpr (requires { L::merges_masks; }) return L::merges_masks;
   else return false;
 }
+/// Whether L's call is a reshape of its one input (Flatten, Reshape): a call's output is then a
+/// view of its input's memory, and its backward pass the adjoint reshaped.
+template <class L> concept views_input = requires { requires L::views_input; };
+
 /// Whether L is a max pooling: the adjoint of an output element reaches only inputs whose value
 /// is that element.
 template <class L> constexpr bool selects_maximum() {
@@ -196,13 +201,24 @@ template <class L> class layer_call {
     if constexpr (detail::records_inference<L>()) inference_record_.reset();
     xs_.emplace(xs);
     detail::each_sublayer(layer, [&](auto& s) { s.begin_call(this, trainable, training); });
-    if constexpr (detail::differentiates_itself<L>) {
+    if constexpr (detail::views_input<L>) {
+      const auto& x = std::get<0>(*xs_);
+      auto e = layer.call(x, inference_t{});
+      if (x.strides() == row_major_strides(x.dims())) {
+        view_.emplace(x.data(), e.dims());
+      } else {
+        detail::resize(out_, e.dims(), uninitialized);
+        executor<device_t<decltype(e)>>::assign(out_.data(), out_.dims(), e);
+        view_.emplace(out_.data(), out_.dims());
+      }
+      trained_ = training;
+    } else if constexpr (detail::differentiates_itself<L>) {
       if constexpr (detail::consumes_mask<L>) layer.forward(std::get<0>(*xs_), out_, training, state_, mask);
       else layer.forward(std::get<0>(*xs_), out_, training, state_);
       trained_ = training;
     } else if (!training) {
       auto e = std::apply([&](const auto&... x) { return layer.call(x..., inference_t{}); }, *xs_);
-      detail::resize(out_, e.dims());
+      detail::resize(out_, e.dims(), uninitialized);
       executor<device_t<decltype(e)>>::assign(out_.data(), out_.dims(), e);
     } else if (inference_mode || (!trainable && detail::inference_when_frozen<L>())) {
       // The inference expression, recorded (the adjoint still flows through); where it has the
@@ -215,7 +231,7 @@ template <class L> class layer_call {
     if constexpr (detail::produces_mask<L>) {
       if (layer.masks()) {
         auto m = layer.compute_mask(std::get<0>(*xs_));
-        detail::resize(mask_, m.dims());
+        detail::resize(mask_, m.dims(), uninitialized);
         executor<device_t<decltype(m)>>::assign(mask_.data(), mask_.dims(), m);
         out_mask_ = mask_.data();
       }
@@ -228,7 +244,14 @@ template <class L> class layer_call {
   }
 
   /// @brief The last output.
-  output_view output() const { return output_view(out_.data(), out_.dims()); }
+  output_view output() const {
+    if constexpr (detail::views_input<L>)
+      if (view_) return *view_;
+    return output_view(out_.data(), out_.dims());
+  }
+  /// @brief Gives the output's memory back (output() is then empty until the next forward): a
+  /// backward pass that no longer reads it lets the layer after it take that memory.
+  void release_output() { out_ = Tensor<value_type, output_shape>(); }
   /// @brief The mask of the last output (one bool per step: the output's extents without its last
   /// axis), or null when it has none.
   const bool* output_mask() const { return out_mask_; }
@@ -252,7 +275,12 @@ template <class L> class layer_call {
       return std::tuple{(want_input[I] ? &std::get<I>(*xs_) : nullptr)..., (trains[W] ? &std::get<W>(w) : nullptr)...};
     }(std::make_index_sequence<arity>{}, std::make_index_sequence<detail::weight_count<L>()>{});
     detail::each_sublayer(layer, [&](auto& s) { s.begin_backward(this); });
-    if constexpr (detail::differentiates_itself<L>) {
+    if constexpr (detail::views_input<L>) {
+      const auto& x = std::get<0>(*xs_);
+      auto& dx = std::get<0>(grads);
+      if (want_input[0]) dx.emplace(TensorView<const value_type, shape_t<decltype(x)>>(dy.data(), x.dims()));
+      else dx.reset();
+    } else if constexpr (detail::differentiates_itself<L>) {
       layer.backward(dy, grads, targets, state_);
     } else if constexpr (detail::records_inference<L>()) {
       grads = std::apply([&](auto*... t) { return record_ ? record_->gradient(writable_dy, dy, t...) : inference_record_->gradient(writable_dy, dy, t...); }, targets);
@@ -294,13 +322,14 @@ template <class L> class layer_call {
 
   template <class R, class Mode> void record(L& layer, R& into, Mode mode) {
     auto e = std::apply([&](const auto&... x) { return layer.call(x..., mode); }, *xs_);
-    detail::resize(out_, e.dims());
+    detail::resize(out_, e.dims(), uninitialized);
     into.emplace(std::move(e), out_.data());
     trained_ = true;
   }
 
   maybe<inputs> xs_;  // the expressions recorded refer to these views
   Tensor<value_type, output_shape> out_;
+  maybe<output_view> view_;  // the output of a layer that views its input
   typename detail::optional_recording<L, training_t, !detail::differentiates_itself<L>>::type record_;
   typename detail::optional_recording<L, inference_t, detail::records_inference<L>()>::type inference_record_;
   typename detail::call_state_of<L>::type state_;
@@ -374,6 +403,8 @@ template <class L> class layer_instance {
   }
   /// @brief The last output, and its mask (null: none).
   output_view output() const { return call_.output(); }
+  /// @brief Gives the last output's memory back (output() is empty until the next forward).
+  void release_output() { call_.release_output(); }
   const bool* output_mask() const { return call_.output_mask(); }
 
   /// @brief The backward pass of the last training forward: from dy (the adjoint of the output),

@@ -184,6 +184,11 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
       // Rescaling in front of the first convolution).
       run(false);
       return std::nullopt;
+    } else if constexpr (detail::views_input<typename L::layer_type> && owned) {
+      // A reshape (Flatten): its input's adjoint is the adjoint's memory, with the input's extents.
+      auto& before = std::get<I - 1>(layers_);
+      using B = std::remove_cvref_t<decltype(before)>;
+      return back<I - 1>(std::move(adjoint).template reshaped<typename B::output_shape>(before.output().dims()), input_gradient);
     } else if constexpr (folds_activation<I>() && !owned) {
       return back<I>(Tensor<typename L::value_type, typename L::output_shape>(adjoint), input_gradient);  // the fold below writes into the adjoint
     } else {
@@ -192,10 +197,14 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
         // a pooled element's adjoint reaches one input, where the activation's value is the
         // pooled element itself, so the activation's adjoint is taken here, over the pooled
         // extents (a quarter of the activation's for 2 x 2 windows), and layer I - 1's backward
-        // pass starts below its activation.
+        // pass starts below its activation. Nothing reads that layer's output any more (the
+        // pooling's gradient reads where each window's maximum was), so its memory goes back
+        // for the pooling's input adjoint to take: a model's layer outputs are views valid until
+        // the next call, and in training until the backward pass.
         typename L::output_view dy(adjoint.data(), adjoint.dims());
-        TensorView<typename L::value_type, typename L::output_shape>(adjoint.data(), adjoint.dims()) =
-            std::get<I - 1>(layers_).activation_adjoint(dy, layer.output());
+        auto& before = std::get<I - 1>(layers_);
+        TensorView<typename L::value_type, typename L::output_shape>(adjoint.data(), adjoint.dims()) = before.activation_adjoint(dy, layer.output());
+        before.release_output();
       }
       auto dx = run(true);
       if (!dx) throw value_error("ctflow::keras::Sequential: layer " + layer.name + " gave no gradient for its input");

@@ -79,6 +79,20 @@ TEST_CASE("a dyn tensor takes the extents of what is assigned") {
   REQUIRE(x(3) == 6.f);
 }
 
+TEST_CASE("a tensor about to be dropped reshapes into its own memory: std::move(t).reshaped<S>(dims)") {
+  Tensor<float, Shape<dyn, 2, 3>> t({4, 2, 3});
+  for (std::size_t k = 0; k < 24; ++k) t.data()[k] = float(k);
+  const float* memory = t.data();
+  auto r = std::move(t).reshaped<Shape<dyn, 6>>({4, 6});
+  REQUIRE(r.data() == memory);
+  REQUIRE(r.dims() == dims_t<2>{4, 6});
+  for (std::size_t k = 0; k < 24; ++k) REQUIRE(r.data()[k] == float(k));
+  Tensor<float, Shape<dyn, 6>> u({2, 6});
+  CHECK_THROWS_AS((std::move(u).reshaped<Shape<dyn, 5>>({3, 5})), shape_error);  // 12 elements, not 15
+  Tensor<float, Shape<dyn, 6>> v({2, 6});
+  CHECK_THROWS_AS((std::move(v).reshaped<Shape<dyn, 4>>({2, 6})), shape_error);  // 12 elements, but not [?, 4]
+}
+
 TEST_CASE("bfloat16 and float16 round to nearest even and compute in float") {
   REQUIRE(float(bfloat16(1.0f)) == 1.0f);
   REQUIRE(bfloat16(1.00390625f).bits == 0x3f80);  // halfway, rounds to even

@@ -25,6 +25,8 @@ struct Flatten {
     }();
     static_assert(features != dyn, "ctflow::keras::Flatten: every axis but the batch must have a static extent");
     static constexpr const char* class_name = "Flatten";
+    /// Its call is a reshape of its input: its output is a view of the input's memory.
+    static constexpr bool views_input = true;
     using value_type = T;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(features)>;

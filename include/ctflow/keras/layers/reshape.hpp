@@ -50,6 +50,8 @@ template <ShapeType Target> struct Reshape {
     }();
     static_assert(fits, "ctflow::keras::Reshape: the target shape does not hold the input's elements");
     static constexpr const char* class_name = "Reshape";
+    /// Its call is a reshape of its input: its output is a view of the input's memory.
+    static constexpr bool views_input = true;
     using value_type = T;
     using input_shape = In;
     using output_shape = batched<shape_of<target>, In::extents[0] == dyn ? -1 : extent_t(In::extents[0])>;
