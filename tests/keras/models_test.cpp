@@ -207,6 +207,21 @@ TEST_CASE("Sequential's backward: a max pooling takes the activation's adjoint o
   check_activation_fold<activations::tanh, layers::MaxPooling2D<3, layers::strides<2>, layers::same>>(1e-6f);
 }
 
+TEST_CASE("release_output gives a layer's output memory back where its shape has a dyn extent; a static one keeps it") {
+  keras::backend::clear_session();
+  keras::layer_instance<layers::Dense<4>::built<float, Shape<dyn, 3>>> open(layers::Dense<4>{});
+  keras::layer_instance<layers::Dense<4>::built<float, Shape<2, 3>>> fixed(layers::Dense<4>{});
+  const auto x = random_uniform<float, Shape<2, 3>>(41, -1, 1);
+  open.forward(TensorView<const float, Shape<dyn, 3>>(x.data(), x.dims()), true);
+  fixed.forward(TensorView<const float, Shape<2, 3>>(x.data(), x.dims()), true);
+  const std::vector<float> before(fixed.output().data(), fixed.output().data() + 8);
+  open.release_output();
+  fixed.release_output();
+  CHECK(open.output().size() == 0);
+  REQUIRE(fixed.output().size() == 8);
+  for (std::size_t k = 0; k < 8; ++k) CHECK(fixed.output().data()[k] == before[k]);
+}
+
 TEST_CASE("Flatten's output is a view of its input's memory; a Sequential hands it the adjoint's memory back") {
   keras::backend::clear_session();
   keras::Sequential<keras::Input<float, Shape<3, 4>>, layers::Dense<5>, layers::Flatten, layers::Dense<2>> model;

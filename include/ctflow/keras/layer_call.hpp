@@ -250,8 +250,12 @@ template <class L> class layer_call {
     return output_view(out_.data(), out_.dims());
   }
   /// @brief Gives the output's memory back (output() is then empty until the next forward): a
-  /// backward pass that no longer reads it lets the layer after it take that memory.
-  void release_output() { out_ = Tensor<value_type, output_shape>(); }
+  /// backward pass that no longer reads it lets the layer after it take that memory. An output of
+  /// a static shape (a model with a static batch) keeps its memory: a tensor of that shape has
+  /// its extents' elements, so an empty one would be a new, zero-filled block.
+  void release_output() {
+    if constexpr (!output_shape::is_static) out_ = Tensor<value_type, output_shape>();
+  }
   /// @brief The mask of the last output (one bool per step: the output's extents without its last
   /// axis), or null when it has none.
   const bool* output_mask() const { return out_mask_; }
@@ -403,7 +407,8 @@ template <class L> class layer_instance {
   }
   /// @brief The last output, and its mask (null: none).
   output_view output() const { return call_.output(); }
-  /// @brief Gives the last output's memory back (output() is empty until the next forward).
+  /// @brief Gives the last output's memory back (output() is empty until the next forward; an
+  /// output of a static shape keeps it).
   void release_output() { call_.release_output(); }
   const bool* output_mask() const { return call_.output_mask(); }
 
