@@ -204,6 +204,21 @@ CTFLOW_OUTLINE inline void* take_offer(const void* dtype, std::size_t r, const s
 
 template <class Ev> concept addressable = requires(const Ev& ev) { ev.view(); };
 
+/// The value of cursors (c, fc) over extents d, evaluated into new memory tmp: one function per
+/// cursor type, which every expression of that cursor type calls (inlined into each, the fused
+/// loop's code would be compiled again for each).
+template <class T, std::size_t R, class C, class FC>
+CTFLOW_OUTLINE strided_view<T, R> materialize(const dims_t<R>& d, const C& c, const FC& fc, detail::buffer<T>& tmp) {
+  tmp = detail::buffer<T>(product(d), false);
+  execute(tmp.data(), d.data(), int(R), c, fc);
+  return strided_view<T, R>{tmp.data(), d, row_major_strides(d)};
+}
+
+/// A contiguous copy of the memory of v in tmp: one function per dtype and rank.
+template <class T, std::size_t R> strided_view<T, R> contiguous_copy(const strided_view<T, R>& v, detail::buffer<T>& tmp) {
+  return materialize(v.dims, strided_cursor<T>(v), contiguous_cursor<T>{v.data}, tmp);
+}
+
 /// Memory holding the value of an expression: the operand's own memory when it has some (and it
 /// is contiguous, if asked), a materialised copy otherwise.
 template <class E, bool Contiguous> struct source {
@@ -219,12 +234,11 @@ template <class E, bool Contiguous> struct source {
     restore_offer(held);
     if constexpr (addressable<decltype(ev)>) {
       v = ev.view();
-      if (!Contiguous || v.contiguous()) return;
+      if constexpr (Contiguous)
+        if (!v.contiguous()) v = contiguous_copy(v, tmp);
+    } else {
+      v = materialize(e.dims(), ev.cursor(), ev.flat_cursor(), tmp);
     }
-    const auto d = e.dims();
-    tmp = detail::buffer<T>(product(d), false);
-    execute(tmp.data(), d.data(), int(R), ev.cursor(), ev.flat_cursor());
-    v = strided_view<T, R>{tmp.data(), d, row_major_strides(d)};
   }
 };
 
@@ -291,10 +305,7 @@ template <class E, class S, class M> struct evaluator<expr::Strided<E, S, M>, cp
   explicit evaluator(const expr::Strided<E, S, M>& n) : src(n.e) {
     if (n.m.map(src.v, v)) return;
     // The mapping needs contiguous memory (a reshape of a transposed operand): copy once.
-    const auto d = src.v.dims;
-    tmp = cpu::buffer<T>(product(d), false);
-    backend::cpu::execute(tmp.data(), d.data(), int(d.size()), backend::cpu::strided_cursor<T>(src.v), backend::cpu::contiguous_cursor<T>{src.v.data});
-    n.m.map(expr::strided_view<T, backend::cpu::source<E, false>::R>{tmp.data(), d, row_major_strides(d)}, v);
+    n.m.map(backend::cpu::contiguous_copy(src.v, tmp), v);
   }
   auto view() const { return v; }
   auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
@@ -362,12 +373,15 @@ CTFLOW_OUTLINE inline void observe_fused(const std::string& label, std::int64_t 
   detail::observe::finish(label, ctflow::cpu::name, begin, result, shapes, bytes);
 }
 
-/// execute(), recorded for the profiler and checked for check_numerics, as the fused loop of its
-/// cursor type (its functors in pre-order).
-template <class T, class C, class FC> void execute_observed(T* out, const std::size_t* d, int r, C c, const FC& fc) {
+/// execute(), recorded for the profiler and checked for check_numerics (as the fused loop of its
+/// cursor type, its functors in pre-order) while the profiler is on. One function per cursor type
+/// (see materialize()).
+template <class T, class C, class FC> CTFLOW_OUTLINE void execute_observed(T* out, const std::size_t* d, int r, const C& c, const FC& fc) {
+  if (!detail::profile::on()) return execute(out, d, r, c, fc);
   const std::int64_t begin = detail::profile::now_ns();
   execute(out, d, r, c, fc);
-  const auto ls = leaves_of(c);
+  C counted = c;
+  const auto ls = leaves_of(counted);
   observe_fused(detail::observe::label<C>(), begin, ls.data(), ls.size(), detail::observe::result(out, d, std::size_t(r)));
 }
 
@@ -382,8 +396,7 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
     if constexpr (reaches_boundary<N, T, R>::value) may_offer = !expr::reads_memory(e, out, out + product(d));
     const offer_scope scope(may_offer ? &offer : nullptr);
     evaluator<N> ev(e);
-    if (detail::profile::on()) execute_observed(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
-    else execute(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
+    execute_observed(out, d.data(), int(R), ev.cursor(), ev.flat_cursor());
   }
 }
 
