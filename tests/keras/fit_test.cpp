@@ -46,7 +46,7 @@ template <class A, class B> double max_difference(const A& a, const B& b) {
 }
 
 /// Whether two models' weights are bitwise equal.
-template <class A, class B> bool same_weights(A& a, B& b) {
+template <class A, class B> bool same_model_weights(A& a, B& b) {
   const auto wa = a.get_weights(), wb = b.get_weights();
   for (std::size_t i = 0; i < wa.size(); ++i)
     if (wa[i].values != wb[i].values) return false;
@@ -89,8 +89,8 @@ TEST_CASE("fit: bitwise the same weights with the same seed, on one and on two t
   const int threads = config::get_num_threads();
   auto a = run(1), b = run(1), c = run(2);
   config::set_num_threads(threads);
-  CHECK(same_weights(*a, *b));
-  CHECK(same_weights(*a, *c));
+  CHECK(same_model_weights(*a, *b));
+  CHECK(same_model_weights(*a, *c));
 }
 
 TEST_CASE("a model's own train_step and test_step keep fit's loop, callbacks and progress bar (Keras's override)") {
@@ -172,7 +172,7 @@ TEST_CASE("evaluate, predict and the *_on_batch methods are the model's call, th
   adam.apply_gradients(by_hand.gradients(), by_hand.trainable_variables());
   const auto step = model.train_on_batch(p.x, p.y);
   CHECK(step.at("loss") == Approx(value).epsilon(1e-6));
-  CHECK(same_weights(model, by_hand));
+  CHECK(same_model_weights(model, by_hand));
 }
 
 TEST_CASE("\"accuracy\" is resolved as Keras resolves it: sparse, categorical or binary") {
@@ -369,7 +369,7 @@ TEST_CASE("BackupAndRestore: a fit stopped mid-epoch resumes where it stopped, b
   const auto h = resumed->fit(p.x, p.y, {.batch_size = 32, .epochs = 3, .verbose = 0, .callbacks = {callbacks::BackupAndRestore({.backup_dir = dir, .save_freq = 2})}});
   CHECK(h.epoch == std::vector<std::int64_t>{1, 2});
   CHECK(resumed->optimizer().iterations() == whole->optimizer().iterations());
-  CHECK(same_weights(*resumed, *whole));
+  CHECK(same_model_weights(*resumed, *whole));
   CHECK(!std::filesystem::exists(dir));  // deleted once fit ends
 }
 

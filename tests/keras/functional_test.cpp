@@ -9,6 +9,7 @@
 using namespace ctflow;
 using keras_check::check_gradients;
 using keras_check::data;
+using keras_check::view;
 using keras_check::read_text;
 using keras_check::relative_difference;
 using keras_check::scratch;
@@ -20,8 +21,6 @@ using test_models::MLPBlock;
 using test_models::residual_model;
 
 namespace {
-
-template <class S> TensorView<const float, S> view(const Tensor<float, S>& t) { return TensorView<const float, S>(t.data(), t.dims()); }
 
 /// A training call of model on x gives its inference output, and weight `statistic` (a moving
 /// statistic) keeps its value in w.

@@ -24,6 +24,9 @@ using namespace ctflow;
 
 inline std::string data(const std::string& relative) { return std::string(CTFLOW_KERAS_DATA) + "/" + relative; }
 
+/// A read-only view of tensor t.
+template <class S> TensorView<const float, S> view(const Tensor<float, S>& t) { return TensorView<const float, S>(t.data(), t.dims()); }
+
 /// A text file's contents (Keras's summaries).
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

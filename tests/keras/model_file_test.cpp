@@ -8,7 +8,6 @@
 #include <ctflow/detail/zip.hpp>
 
 using namespace ctflow;
-using keras_check::data;
 using keras_check::same_weights;
 using keras_check::scratch;
 namespace layers = keras::layers;
@@ -20,12 +19,12 @@ namespace {
 using Input = keras::Input<float, Shape<12>>;
 using Hidden = layers::Dense<8, activations::relu>;
 /// The network of tests/keras/generate_archives.py.
-using Net = keras::Sequential<Input, Hidden, layers::Dense<3>>;
+using FileNet = keras::Sequential<Input, Hidden, layers::Dense<3>>;
 /// The same but for its last layer.
 using Other = keras::Sequential<Input, Hidden, layers::Dense<4>>;
 using Loss = keras::losses::SparseCategoricalCrossentropy<>;
 
-std::unique_ptr<Net> make_net() { return std::make_unique<Net>(Input{}, Hidden{.kernel_regularizer = keras::regularizers::L2(1e-3)}, layers::Dense<3>{}); }
+std::unique_ptr<FileNet> make_net() { return std::make_unique<FileNet>(Input{}, Hidden{.kernel_regularizer = keras::regularizers::L2(1e-3)}, layers::Dense<3>{}); }
 
 struct batch {
   Tensor<float, Shape<dyn, 12>> x = random_uniform<float, Shape<dyn, 12>>(5, 0, 1, {32, 12});
@@ -84,7 +83,7 @@ TEST_CASE("model.save writes a .keras archive that keras::load_model reads with 
   CHECK(loaded->optimizer().iterations() == 8);
 
   SECTION("an uncompiled model, and a default-constructed one") {
-    auto plain = keras::load_model<Net>(path);
+    auto plain = keras::load_model<FileNet>(path);
     keras::load_model(*plain, path);
     auto fresh = make_net();
     fresh->load_weights(path);
@@ -100,9 +99,9 @@ TEST_CASE("keras::load_model continues training an archive Keras 3 wrote as Kera
   const auto check = [](auto optimizer_tag, const std::string& name) {
     using O = decltype(optimizer_tag);
     auto model = make_net();
-    keras::load_model<O, Loss>(*model, data("archives/" + name + ".keras"));
+    keras::load_model<O, Loss>(*model, keras_check::data("archives/" + name + ".keras"));
     CHECK(model->optimizer().iterations() == 3);
-    const io::safetensors::File ref(data("archives/" + name + ".safetensors"));
+    const io::safetensors::File ref(keras_check::data("archives/" + name + ".safetensors"));
     Tensor<float, Shape<dyn, 12>> x({8, 12});
     Tensor<std::int32_t, Shape<dyn>> y({8});
     ref.read_into("x", x.data());
@@ -127,7 +126,7 @@ TEST_CASE("keras::load_model continues training an archive Keras 3 wrote as Kera
 }
 
 TEST_CASE("keras::load_model names what does not fit, and changes nothing then", "[keras][saving]") {
-  const auto keras_file = data("archives/rmsprop.keras");
+  const auto keras_file = keras_check::data("archives/rmsprop.keras");
   auto model = make_net();
   const auto before = model->get_weights();
   CHECK_THROWS_WITH((keras::load_model<optimizers::Adam, Loss>(*model, keras_file)), Catch::Contains("the optimizer is a RMSprop, the model is loaded with a Adam"));

@@ -9,6 +9,7 @@
 
 using namespace ctflow;
 using keras_check::data;
+using keras_check::view;
 using keras_check::read_text;
 using keras_check::relative_difference;
 using keras_check::scratch;
@@ -19,12 +20,6 @@ using test_models::mobile_block_model;
 using test_models::residual_model;
 namespace layers = keras::layers;
 namespace activations = keras::activations;
-
-namespace {
-
-template <class S> TensorView<const float, S> view(const Tensor<float, S>& t) { return TensorView<const float, S>(t.data(), t.dims()); }
-
-}  // namespace
 
 TEST_CASE("functional: .keras archives Keras wrote of a residual block and of a MobileNetV2 block load and reproduce Keras's outputs") {
   {
