@@ -35,7 +35,7 @@ template <class T> std::vector<T> read(const h5::File& f, const std::string& pat
   f.read(path, v.data());
   return v;
 }
-template <class T = double> std::vector<T> range(std::size_t n, double scale = 1) {
+template <class T = double> std::vector<T> counting(std::size_t n, double scale = 1) {
   std::vector<T> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = T(double(i) * scale);
   return v;
@@ -158,7 +158,7 @@ TEST_CASE("hdf5: the objects h5py writes read back alike in libhdf5's earliest a
       const std::string d = "many/d" + std::string(i < 10 ? "0" : "") + std::to_string(i);
       CHECK(names[std::size_t(i)] == d.substr(5));
       CHECK(f.dataset(d).shape == std::vector<std::uint64_t>{std::uint64_t(i + 1)});
-      CHECK(read<double>(f, d) == range(std::size_t(i + 1), 0.5));
+      CHECK(read<double>(f, d) == counting(std::size_t(i + 1), 0.5));
     }
     auto attributes = f.attribute_names("many");
     std::sort(attributes.begin(), attributes.end());
@@ -167,21 +167,21 @@ TEST_CASE("hdf5: the objects h5py writes read back alike in libhdf5's earliest a
     // Chunks: deflated, shuffled and checksummed; plain; a single one; a paged fixed array of
     // 1100; partly written (the rest is the fill value); a version 2 B-tree (two unlimited extents).
     CHECK(f.dataset("chunked").type.name() == "float64");
-    CHECK(read<double>(f, "chunked") == range(70));
-    CHECK(read<std::int64_t>(f, "chunked_plain") == range<std::int64_t>(45));
-    CHECK(read<float>(f, "single_chunk") == range<float>(12));
-    CHECK(read<double>(f, "paged") == range(1100));
+    CHECK(read<double>(f, "chunked") == counting(70));
+    CHECK(read<std::int64_t>(f, "chunked_plain") == counting<std::int64_t>(45));
+    CHECK(read<float>(f, "single_chunk") == counting<float>(12));
+    CHECK(read<double>(f, "paged") == counting(1100));
     std::vector<double> partial(30, -1.0);
     for (int r = 0; r < 4; ++r)
       for (int c = 0; c < 2; ++c) partial[std::size_t(r * 5 + c)] = 100 + r * 2 + c;
     CHECK(read<double>(f, "partial") == partial);
-    CHECK(read<double>(f, "two_unlimited") == range(12));
-    CHECK(read<double>(f, "fletcher_first") == range(10));  // Fletcher-32 first: deflate holds 4 bytes more
-    CHECK(read<double>(f, "early") == range(12));           // implicit chunks over a larger maximum shape
+    CHECK(read<double>(f, "two_unlimited") == counting(12));
+    CHECK(read<double>(f, "fletcher_first") == counting(10));  // Fletcher-32 first: deflate holds 4 bytes more
+    CHECK(read<double>(f, "early") == counting(12));           // implicit chunks over a larger maximum shape
     CHECK(read<double>(f, "unallocated") == std::vector<double>(4, 3.0));
     // Compact storage, byte orders, half precision, integers, a scalar, nothing, the fill value.
-    CHECK(read<double>(f, "compact") == range(6));
-    CHECK(read<double>(f, "big_endian") == range(5, 0.25));
+    CHECK(read<double>(f, "compact") == counting(6));
+    CHECK(read<double>(f, "big_endian") == counting(5, 0.25));
     CHECK(read<double>(f, "half") == std::vector<double>{0.5, -2.0, 65504, std::ldexp(1.0, -24)});
     CHECK(read<double>(f, "uint8") == std::vector<double>{0, 200, 255});
     CHECK(read<std::int64_t>(f, "int64") == std::vector<std::int64_t>{-5, std::int64_t(1) << 40});
@@ -200,7 +200,7 @@ TEST_CASE("hdf5: the objects h5py writes read back alike in libhdf5's earliest a
     CHECK(f.attribute_strings("", "big") == std::vector<std::string>(800, std::string(100, 'n')));
     CHECK_THROWS_WITH(f.attribute_strings("", "absent"), Catch::Contains("has no attribute 'absent'"));
     // Links: soft (absolute and relative), external (listed, not followed), creation-ordered.
-    CHECK(read<double>(f, "soft") == range(4, 0.5));
+    CHECK(read<double>(f, "soft") == counting(4, 0.5));
     CHECK(read<double>(f, "deep/a/relative") == std::vector<double>{1, 1});
     const auto root = f.keys("");
     CHECK(std::count(root.begin(), root.end(), "external") == 1);
@@ -220,8 +220,8 @@ TEST_CASE("hdf5: the objects h5py writes read back alike in libhdf5's earliest a
 
 TEST_CASE("hdf5: links that name one another cannot multiply the work of resolving a path") {
   const h5::File f(std::string(CTFLOW_IO_DATA) + "/hdf5/links.h5");
-  CHECK(read<double>(f, "s0/s0/leaf") == range(3));  // the root, through its link to itself
-  CHECK(read<double>(f, "s2/leaf") == range(3));      // 8 x 8 steps
+  CHECK(read<double>(f, "s0/s0/leaf") == counting(3));  // the root, through its link to itself
+  CHECK(read<double>(f, "s2/leaf") == counting(3));      // 8 x 8 steps
   CHECK_THROWS_WITH(f.contains("s10"), Catch::Contains("more than 65536 steps"));
 }
 
