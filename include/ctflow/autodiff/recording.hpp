@@ -34,7 +34,7 @@ template <class E, class... V> class recording {
   /// @brief As above, given the memory of g's value (g a view of it) that its owner no longer
   /// needs: the walk may overwrite it with the first adjoint it keeps (the backward pass of an
   /// activation then takes no memory of its own).
-  template <Expression G> gradients gradient(value_type* writable_g, const G& g, const V*... vs) { return run(frozen_, writable_g, g, vs...); }
+  template <Expression G> gradients gradient(value_type* writable_g, const G& g, const V*... vs) { return run([](auto&) {}, frozen_, writable_g, g, vs...); }
 
   /// @brief Whether E is an activation over a layer's sum whose adjoint reads only the
   /// activation's value (autodiff::activated_sum: relu(conv2d(x, kernel) + bias)). Its adjoint
@@ -48,13 +48,28 @@ template <class E, class... V> class recording {
     return rule<expr::Unary<decltype(expr_.f), Y>>::template vjp<0>(expr::Unary<decltype(expr_.f), Y>{expr_.f, y}, g, y);
   }
   /// @brief As gradient, given g the adjoint of the activation's operand (activation_adjoint
-  /// already taken).
-  template <Expression G> gradients gradient_below_activation(value_type* writable_g, const G& g, const V*... vs) requires activation_from_value {
-    return run(expr::nth_operand<0>(frozen_.node), writable_g, g, vs...);
+  /// already taken) as a max pooling's gradient spread it from `pooled`, that adjoint over the
+  /// pooled extents: each pooled element's adjoint reaches one element of g, on its channel, so
+  /// both sum to the same per channel, and the bias (one value per channel) takes its gradient
+  /// from pooled, a quarter of g's elements for 2 x 2 windows.
+  template <Expression G, Expression P>
+  gradients gradient_below_activation(value_type* writable_g, const G& g, const P& pooled, const V*... vs) requires activation_from_value {
+    const auto& sum = expr::nth_operand<0>(frozen_.node);
+    using S = std::remove_cvref_t<decltype(sum.node)>;
+    constexpr std::size_t bias = is_leaf_v<std::remove_cvref_t<operand_t<0, S>>> ? 0 : 1;
+    static_assert(shape_t<operand_t<bias, S>>::rank == 1, "the bias of an activated sum below a max pooling is one value per channel");
+    auto bias_gradient = [&](auto& acc) {
+      using Acc = std::remove_cvref_t<decltype(acc)>;
+      if constexpr (flows<bias, S, Acc>())
+        if (live<bias>(sum.node, acc)) backprop(operand<bias>(sum.node), rule<S>::template vjp<bias>(sum.node, pooled, sum.value()), acc);
+    };
+    const auto& boundary = operand<1 - bias>(sum.node);
+    return run(bias_gradient, boundary, writable_g, rule<S>::template vjp<1 - bias>(sum.node, g, sum.value()), vs...);
   }
 
  private:
-  template <class R, class G> gradients run(const R& root, value_type* writable_g, const G& g, const V*... vs) {
+  /// Sends g down from root (after `first`, which sends what reads no kept value).
+  template <class First, class R, class G> gradients run(First first, const R& root, value_type* writable_g, const G& g, const V*... vs) {
     for (auto& k : ws_.kept) {
       k.expected = k.received = 0;
       k.adjoint = {};
@@ -65,6 +80,7 @@ template <class E, class... V> class recording {
       acc.donated_bytes = product(g.dims()) * sizeof(value_type);
     }
     count_reads(root, acc);
+    first(acc);
     backprop(root, g, acc);
     return std::move(acc.grads);
   }

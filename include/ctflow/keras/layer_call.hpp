@@ -266,10 +266,13 @@ template <class L> class layer_call {
   /// the gradients of the layer's trainable weights (none when `trainable` is false) and of the
   /// inputs whose flag in want_input is set. `name` is the layer's, for errors. `writable_dy`,
   /// when given, is dy's memory, which its owner no longer needs: the pass may overwrite it.
-  /// `activated`: dy is already the adjoint of the activation's operand (activation_adjoint
-  /// taken; only where detail::activation_from_value<L>()).
+  /// `pooled` (only where detail::activation_from_value<L>()): dy is a max pooling's gradient,
+  /// which spread `pooled`, the adjoint of the activation's operand over the pooled extents
+  /// (activation_adjoint taken there): the pass starts below the activation.
+  template <class P = std::nullptr_t>
   gradient_tensors& backward(L& layer, bool trainable, const output_view& dy, const std::array<bool, arity>& want_input, const std::string& name,
-                             value_type* writable_dy = nullptr, bool activated = false) {
+                             value_type* writable_dy = nullptr, const P& pooled = nullptr) {
+    static_assert(std::is_null_pointer_v<P> || detail::activation_from_value<L>(), "only an activated sum's backward pass starts below its activation");
     if (!trained_) throw value_error("ctflow::keras: " + name + ": backward without a training forward pass");
     gradient_tensors& grads = gradients();
     std::array<bool, detail::weight_count<L>() + 1> trains{};
@@ -288,8 +291,8 @@ template <class L> class layer_call {
       layer.backward(dy, grads, targets, state_);
     } else if constexpr (detail::records_inference<L>()) {
       grads = std::apply([&](auto*... t) { return record_ ? record_->gradient(writable_dy, dy, t...) : inference_record_->gradient(writable_dy, dy, t...); }, targets);
-    } else if constexpr (detail::activation_from_value<L>()) {
-      grads = std::apply([&](auto*... t) { return activated ? record_->gradient_below_activation(writable_dy, dy, t...) : record_->gradient(writable_dy, dy, t...); }, targets);
+    } else if constexpr (!std::is_null_pointer_v<P>) {
+      grads = std::apply([&](auto*... t) { return record_->gradient_below_activation(writable_dy, dy, pooled, t...); }, targets);
     } else {
       grads = std::apply([&](auto*... t) { return record_->gradient(writable_dy, dy, t...); }, targets);
     }
@@ -417,11 +420,13 @@ template <class L> class layer_instance {
   /// `each_gradient`) and, when input_gradient is set, of the input(s), which it returns (for one
   /// input, its gradient; for several, the tuple). With `dy_writable`, dy's memory is the
   /// caller's to give up: the pass may overwrite it (a Sequential's adjoints between layers).
-  /// `activated`: dy is already the adjoint of the activation's operand (activation_adjoint).
-  auto backward(const output_view& dy, bool input_gradient = true, bool frozen = false, bool dy_writable = false, bool activated = false) {
+  /// `pooled`: dy is the gradient of a max pooling after the activation, and pooled the
+  /// activation's adjoint over the pooled extents (activation_adjoint): the pass starts below the
+  /// activation.
+  template <class P = std::nullptr_t> auto backward(const output_view& dy, bool input_gradient = true, bool frozen = false, bool dy_writable = false, const P& pooled = nullptr) {
     std::array<bool, arity> want;
     want.fill(input_gradient);
-    auto& g = call_.backward(layer, trainable && !frozen, dy, want, name, dy_writable ? const_cast<value_type*>(dy.data()) : nullptr, activated);
+    auto& g = call_.backward(layer, trainable && !frozen, dy, want, name, dy_writable ? const_cast<value_type*>(dy.data()) : nullptr, pooled);
     detail::add_regularization<arity>(layer, g);
     if constexpr (arity == 1) return std::move(std::get<0>(g));
     else return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple{std::move(std::get<I>(g))...}; }(std::make_index_sequence<arity>{});
@@ -429,7 +434,7 @@ template <class L> class layer_instance {
 
   /// @brief Whether the layer's training call is an activation whose adjoint reads only its value
   /// (relu(product + bias)): activation_adjoint then takes it at any values of that activation,
-  /// and backward(..., activated = true) starts below it.
+  /// and backward(..., pooled) starts below it.
   static constexpr bool activation_from_value = detail::activation_from_value<L>();
   /// @brief The adjoint of the activation of the last training call, given g the adjoint of y
   /// (values the activation gave, any extents): an expression.

@@ -161,18 +161,26 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// The backward pass from layer I down, given the adjoint of its output: the model's dy (a
   /// view of the caller's memory), or the adjoint layer I + 1 returned, which this pass owns: layer
   /// I may overwrite it, and it is freed as soon as layer I is done with it.
-  /// `activated`: the adjoint is already the adjoint of layer I's activation's operand.
-  template <std::size_t I, class Dy> std::optional<Tensor<input_value_type, input_shape>> back(Dy&& adjoint, bool input_gradient, bool activated = false) {
+  /// `pooled`: the adjoint is a max pooling's gradient, which spread pooled, the adjoint of layer
+  /// I's activation's operand over the pooled extents (see below): layer I's backward pass starts
+  /// below its activation, and frees pooled when done.
+  template <std::size_t I, class Dy, class P = std::nullptr_t> std::optional<Tensor<input_value_type, input_shape>> back(Dy&& adjoint, bool input_gradient, P pooled = nullptr) {
     auto& layer = std::get<I>(layers_);
     using L = std::remove_cvref_t<decltype(layer)>;
     constexpr bool owned = !std::remove_cvref_t<Dy>::is_view;
-    auto run = [&](bool want_input) {
+    // keep: the adjoint goes further down (pooled for layer I - 1), so layer I may not overwrite it.
+    auto run = [&](bool want_input, bool keep = false) {
+      const auto below = [&] {
+        if constexpr (std::is_null_pointer_v<P>) return nullptr;
+        else return TensorView<const typename P::value_type, typename P::shape_type>(pooled);
+      }();
       if constexpr (owned) {
-        auto dx = layer.backward(typename L::output_view(adjoint.data(), adjoint.dims()), want_input, !trainable, true, activated);
-        { auto done = std::move(adjoint); }
+        auto dx = layer.backward(typename L::output_view(adjoint.data(), adjoint.dims()), want_input, !trainable, !keep, below);
+        if (!keep) { auto done = std::move(adjoint); }
+        if constexpr (!std::is_null_pointer_v<P>) { auto done = std::move(pooled); }
         return dx;
       } else {
-        return layer.backward(adjoint, want_input, !trainable, false, activated);
+        return layer.backward(adjoint, want_input, !trainable, false, below);
       }
     };
     if constexpr (I == 0) {
@@ -197,18 +205,20 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
         // a pooled element's adjoint reaches one input, where the activation's value is the
         // pooled element itself, so the activation's adjoint is taken here, over the pooled
         // extents (a quarter of the activation's for 2 x 2 windows), and layer I - 1's backward
-        // pass starts below its activation. Nothing reads that layer's output any more (the
-        // pooling's gradient reads where each window's maximum was), so its memory goes back
-        // for the pooling's input adjoint to take: a model's layer outputs are views valid until
-        // the next call, and in training until the backward pass.
+        // pass starts below its activation, its bias's gradient summed over this adjoint. Nothing
+        // reads that layer's output any more (the pooling's gradient reads where each window's
+        // maximum was), so its memory goes back for the pooling's input adjoint to take: a
+        // model's layer outputs are views valid until the next call, and in training until the
+        // backward pass.
         typename L::output_view dy(adjoint.data(), adjoint.dims());
         auto& before = std::get<I - 1>(layers_);
         TensorView<typename L::value_type, typename L::output_shape>(adjoint.data(), adjoint.dims()) = before.activation_adjoint(dy, layer.output());
         before.release_output();
       }
-      auto dx = run(true);
+      auto dx = run(true, folds_activation<I>());
       if (!dx) throw value_error("ctflow::keras::Sequential: layer " + layer.name + " gave no gradient for its input");
-      return back<I - 1>(std::move(*dx), input_gradient, folds_activation<I>());
+      if constexpr (folds_activation<I>()) return back<I - 1>(std::move(*dx), input_gradient, std::move(adjoint));
+      else return back<I - 1>(std::move(*dx), input_gradient);
     }
   }
 
