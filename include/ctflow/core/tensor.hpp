@@ -8,7 +8,9 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include <cstring>
 
@@ -307,6 +309,67 @@ template <class T, class S, class D> struct is_leaf<TensorView<T, S, D>> : std::
 
 /// @brief Evaluates an expression into a new Tensor of its dtype, shape and device.
 template <Expression E> auto eval(const E& e) { return Tensor<value_t<E>, shape_t<E>, placed_device_t<device_t<E>>>(e); }
+
+namespace detail {
+template <class X, class Y> bool same_extents_as(const X& x, const Y& y) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x.dims())>, std::remove_cvref_t<decltype(y.dims())>>) return x.dims() == y.dims();
+  else return false;
+}
+template <class X> bool contiguous_memory(const X& x) {
+  if constexpr (requires { x.strides(); }) return x.strides() == row_major_strides(x.dims());
+  else return true;
+}
+/// Does e read a destination of `to` other than where it writes? (An earlier destination's new
+/// values would be read where assignments in order read its old ones, or the other way.)
+template <class E, class To> bool reads_apart(const E& e, const To& to) {
+  return std::apply([&](const auto&... t) { return (unsafe_alias(e, t.data(), t.data() + t.size(), t.dims()) || ...); }, to);
+}
+/// d = e, written into d's memory (a view's copy assignment would rebind it to e's instead).
+template <class Dst, class E> void assign_into(Dst& d, const E& e) {
+  if constexpr (Dst::is_view && std::is_same_v<E, Dst>) d.template operator=<E>(e);
+  else d = e;
+}
+template <std::size_t... K, class To, class... E> void assign_in_order(std::index_sequence<K...>, const To& to, const E&... es) {
+  (assign_into(std::get<K>(to), es), ...);
+}
+/// Do two destinations of `to` share memory other than as the same tensor? (A pass writes them
+/// chunk by chunk, assignments in order one after the other.)
+template <class To> bool destinations_overlap(const To& to) {
+  return std::apply([](const auto&... t) {
+    const std::pair<const void*, const void*> r[] = {{static_cast<const void*>(t.data()), static_cast<const void*>(t.data() + t.size())}...};
+    for (std::size_t i = 0; i < sizeof...(t); ++i)
+      for (std::size_t j = i + 1; j < sizeof...(t); ++j)
+        if (r[i].first < r[j].second && r[j].first < r[i].second && r[i] != r[j]) return true;
+    return false;
+  }, to);
+}
+/// assign_together's single pass, where device D has one and it gives the same values.
+template <class D, std::size_t... K, class To, class... E> bool assign_in_one_pass(std::index_sequence<K...>, const To& to, const E&... es) {
+  if constexpr (requires { executor<D>::assign_together(std::tuple{std::get<K>(to).data()...}, std::get<0>(to).dims(), es...); }) {
+    const auto& first = std::get<0>(to);
+    if (!((same_extents_as(std::get<K>(to), first) && same_extents_as(es, first) && contiguous_memory(std::get<K>(to))) && ...)) return false;
+    if ((reads_apart(es, to) || ...) || destinations_overlap(to)) return false;
+    executor<D>::assign_together(std::tuple{std::get<K>(to).data()...}, first.dims(), es...);
+    return true;
+  } else {
+    return false;
+  }
+}
+}  // namespace detail
+
+/// @brief Assigns each expression to its destination, in order, as `d0 = e0; d1 = e1; ...` would
+/// (tensors or views of one device, dtype and extents): in one pass over the elements where the
+/// device has one and it gives the same values (each expression reads the destinations, if at
+/// all, where it writes), which is how an optimizer updates a variable and its slots:
+///
+///     assign_together(std::tie(m, v, w), m + (g - m) * 0.1f, v + (square(g) - v) * 0.001f, w - m * lr / (sqrt(v) + 1e-7f));
+template <class... Dst, Expression... E> requires(sizeof...(Dst) == sizeof...(E) && sizeof...(E) > 0)
+void assign_together(const std::tuple<Dst&...>& to, const E&... es) {
+  using D = typename std::remove_cvref_t<std::tuple_element_t<0, std::tuple<Dst...>>>::device_type;
+  using seq = std::make_index_sequence<sizeof...(E)>;
+  if (detail::assign_in_one_pass<D>(seq{}, to, es...)) return;
+  detail::assign_in_order(seq{}, to, es...);
+}
 
 /// @brief A copy of a tensor (or of an expression's value) on device To: the device is part of
 /// the type, so copies between devices are explicit (`to<reference>(x)`).

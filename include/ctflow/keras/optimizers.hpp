@@ -12,8 +12,8 @@
 ///
 /// An optimizer is built on the variables of its first apply (its slots: Adam's momentum and
 /// velocity for each, made then) and then takes the gradients of the same variables. Each update
-/// is a ctflow expression over the variables' views, evaluated by their device: fused loops over
-/// a variable and its slots, no heap allocation once built.
+/// is ctflow expressions over the variables' views, evaluated by their device: one fused loop over
+/// a variable and its slots (assign_together), no heap allocation once built.
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +21,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -313,14 +314,10 @@ void adam_step(W w, const G& g, S* s, double lr, std::int64_t iterations, double
   using T = value_t<W>;
   const double t = double(iterations + 1);
   const T alpha = T(lr * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t)));
-  s[0] = s[0] + (g - s[0]) * T(1 - beta_1);
-  s[1] = s[1] + (square(g) - s[1]) * T(1 - beta_2);
-  if (amsgrad) {
-    s[2] = maximum(s[2], s[1]);
-    w = w - s[0] * alpha / (sqrt(s[2]) + T(epsilon));
-  } else {
-    w = w - s[0] * alpha / (sqrt(s[1]) + T(epsilon));
-  }
+  const auto m = s[0] + (g - s[0]) * T(1 - beta_1);
+  const auto v = s[1] + (square(g) - s[1]) * T(1 - beta_2);
+  if (amsgrad) assign_together(std::tie(s[0], s[1], s[2], w), m, v, maximum(s[2], s[1]), w - s[0] * alpha / (sqrt(s[2]) + T(epsilon)));
+  else assign_together(std::tie(s[0], s[1], w), m, v, w - s[0] * alpha / (sqrt(s[1]) + T(epsilon)));
 }
 
 }  // namespace detail
@@ -346,9 +343,8 @@ struct SGD {
       return;
     }
     const T mu = T(momentum);
-    s[0] = s[0] * mu - g * T(lr);
-    if (nesterov) w = w + (s[0] * mu - g * T(lr));
-    else w = w + s[0];
+    if (nesterov) assign_together(std::tie(s[0], w), s[0] * mu - g * T(lr), w + (s[0] * mu - g * T(lr)));
+    else assign_together(std::tie(s[0], w), s[0] * mu - g * T(lr), w + s[0]);
   }
 };
 
@@ -425,23 +421,20 @@ struct RMSprop {
   /// @brief One variable's update from its gradient g (an expression).
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t, detail::optimizer_state&) const {
     using T = value_t<W>;
-    const T r = T(rho);
+    const T r = T(rho), mu = T(momentum);
     auto& velocity = s[0];
-    velocity = r * velocity + T(1 - rho) * square(g);
-    const auto step = [&](const auto& denominator) {
-      if (momentum > 0) {
-        s[1] = T(momentum) * s[1] + T(lr) * g / sqrt(denominator);
-        w = w - s[1];
-      } else {
-        w = w - T(lr) * g / sqrt(denominator);
-      }
-    };
+    const auto new_velocity = r * velocity + T(1 - rho) * square(g);
+    // In order: the velocity (and the average), then the momentum, then the variable.
     if (centered) {
       auto& average = s[momentum > 0 ? 2 : 1];
-      average = r * average + T(1 - rho) * g;
-      step(velocity - square(average) + T(epsilon));
+      const auto denominator = velocity - square(average) + T(epsilon);
+      if (momentum > 0)
+        assign_together(std::tie(velocity, average, s[1], w), new_velocity, r * average + T(1 - rho) * g, mu * s[1] + T(lr) * g / sqrt(denominator), w - s[1]);
+      else
+        assign_together(std::tie(velocity, average, w), new_velocity, r * average + T(1 - rho) * g, w - T(lr) * g / sqrt(denominator));
     } else {
-      step(velocity + T(epsilon));
+      if (momentum > 0) assign_together(std::tie(velocity, s[1], w), new_velocity, mu * s[1] + T(lr) * g / sqrt(velocity + T(epsilon)), w - s[1]);
+      else assign_together(std::tie(velocity, w), new_velocity, w - T(lr) * g / sqrt(velocity + T(epsilon)));
     }
   }
 };
@@ -463,8 +456,7 @@ struct Adagrad {
   /// @brief One variable's update from its gradient g (an expression).
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t, detail::optimizer_state&) const {
     using T = value_t<W>;
-    s[0] = s[0] + square(g);
-    w = w - T(lr) * g / sqrt(s[0] + T(epsilon));
+    assign_together(std::tie(s[0], w), s[0] + square(g), w - T(lr) * g / sqrt(s[0] + T(epsilon)));
   }
 };
 
@@ -485,10 +477,8 @@ struct Adadelta {
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t, detail::optimizer_state&) const {
     using T = value_t<W>;
     const T r = T(rho), e = T(epsilon);
-    s[0] = r * s[0] + T(1 - rho) * square(g);
-    const auto delta = -(sqrt(s[1] + e) * g) / sqrt(s[0] + e);  // reads the old s[1]: the variable first
-    w = w + T(lr) * delta;
-    s[1] = r * s[1] + T(1 - rho) * square(delta);
+    const auto delta = -(sqrt(s[1] + e) * g) / sqrt(s[0] + e);  // the new s[0], the old s[1]: the variable before s[1]
+    assign_together(std::tie(s[0], w, s[1]), r * s[0] + T(1 - rho) * square(g), w + T(lr) * delta, r * s[1] + T(1 - rho) * square(delta));
   }
 };
 
@@ -511,9 +501,8 @@ struct Adamax {
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t iterations, detail::optimizer_state&) const {
     using T = value_t<W>;
     const double power = std::pow(beta_1, double(iterations + 1));
-    s[0] = s[0] + (g - s[0]) * T(1 - beta_1);
-    s[1] = maximum(T(beta_2) * s[1], abs(g));
-    w = w - T(lr) * s[0] / (T(1 - power) * (s[1] + T(epsilon)));
+    assign_together(std::tie(s[0], s[1], w), s[0] + (g - s[0]) * T(1 - beta_1), maximum(T(beta_2) * s[1], abs(g)),
+                    w - T(lr) * s[0] / (T(1 - power) * (s[1] + T(epsilon))));
   }
 };
 
@@ -542,11 +531,10 @@ struct Nadam {
     const double t = double(iterations + 1);
     const double u_t = beta_1 * (1.0 - 0.5 * std::pow(0.96, t)), u_t1 = beta_1 * (1.0 - 0.5 * std::pow(0.96, t + 1));
     const double u_product = st.u_product, u_product_1 = u_product * u_t1;
-    s[0] = s[0] + (g - s[0]) * T(1 - beta_1);
-    s[1] = s[1] + (square(g) - s[1]) * T(1 - beta_2);
-    const auto m_hat = T(u_t1 / (1 - u_product_1)) * s[0] + T((1 - u_t) / (1 - u_product)) * g;
+    const auto m_hat = T(u_t1 / (1 - u_product_1)) * s[0] + T((1 - u_t) / (1 - u_product)) * g;  // of the new slots
     const auto v_hat = s[1] * T(1 / (1 - std::pow(beta_2, t)));
-    w = w - m_hat * T(lr) / (sqrt(v_hat) + T(epsilon));
+    assign_together(std::tie(s[0], s[1], w), s[0] + (g - s[0]) * T(1 - beta_1), s[1] + (square(g) - s[1]) * T(1 - beta_2),
+                    w - m_hat * T(lr) / (sqrt(v_hat) + T(epsilon)));
   }
 };
 
@@ -566,8 +554,7 @@ struct Lion {
   /// @brief One variable's update from its gradient g (an expression).
   template <class W, class G, class S> void update_step(W w, const G& g, S* s, double lr, std::int64_t, detail::optimizer_state&) const {
     using T = value_t<W>;
-    w = w - T(lr) * sign(s[0] * T(beta_1) + g * T(1 - beta_1));
-    s[0] = s[0] * T(beta_2) + g * T(1 - beta_2);
+    assign_together(std::tie(w, s[0]), w - T(lr) * sign(s[0] * T(beta_1) + g * T(1 - beta_1)), s[0] * T(beta_2) + g * T(1 - beta_2));
   }
 };
 
@@ -600,10 +587,10 @@ struct Ftrl {
     const double l2 = l2_regularization_strength + beta / (2.0 * lr);
     auto& accum = s[0];
     auto& linear = s[1];
-    const auto new_accum = accum + square(g);
-    linear = linear + (g + T(2 * l2_shrinkage_regularization_strength) * w) - (pow(new_accum, p) - pow(accum, p)) * T(1 / lr) * w;
-    w = (clip_by_value(linear, -l1, l1) - linear) / (pow(new_accum, p) * T(1 / lr) + T(2 * l2));
-    accum = new_accum;
+    const auto new_accum = accum + square(g);  // the old accumulator: it is written last
+    assign_together(std::tie(linear, w, accum),
+                    linear + (g + T(2 * l2_shrinkage_regularization_strength) * w) - (pow(new_accum, p) - pow(accum, p)) * T(1 / lr) * w,
+                    (clip_by_value(linear, -l1, l1) - linear) / (pow(new_accum, p) * T(1 / lr) + T(2 * l2)), new_accum);
   }
 };
 

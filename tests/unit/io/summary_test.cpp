@@ -267,3 +267,24 @@ TEST_CASE("check_numerics names the op and the first NaN or infinity; the global
   y = log(x);  // unchecked again
   CHECK(std::isnan(y(0, 0)));
 }
+
+TEST_CASE("check_numerics stops assign_together where assignments in order would stop") {
+  Tensor<float, Shape<2, 3>> x, p, q;
+  for (int i = 0; i < 6; ++i) x.data()[i] = float(i) - 1.0f;  // -1 0 1 2 3 4
+  debugging::enable_check_numerics();
+  CHECK_THROWS_WITH(assign_together(std::tie(p, q), log(x), x * 2.0f), "ctflow::debugging::check_numerics: op log: NaN at index [0,0] of its [2,3] result");
+  CHECK(q(1, 2) == 0.0f);  // not written: the first assignment failed
+  CHECK_THROWS_WITH(assign_together(std::tie(q, p), x * 2.0f, log(x)), Catch::Contains("NaN at index [0,0] of its [2,3] result"));
+  CHECK(q(1, 2) == 8.0f);
+  debugging::disable_check_numerics();
+  assign_together(std::tie(p, q), log(x), x * 2.0f);  // unchecked again
+  CHECK(std::isnan(p(0, 0)));
+  CHECK(q(1, 2) == 8.0f);
+  // The profiler sees the pass as one op, its loops' labels joined.
+  const std::string dir = temp_dir();
+  profiler::start(dir);
+  assign_together(std::tie(p, q), x * 3.0f, q + 1.0f);
+  const auto r = profiler::stop();
+  CHECK_THAT(r.summary(10), Catch::Contains("multiply + add"));
+  CHECK(q(1, 2) == 9.0f);
+}

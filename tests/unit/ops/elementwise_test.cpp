@@ -333,3 +333,75 @@ TEST_CASE("round is half to even and sign keeps zero") {
   Tensor<int8_t, Shape<3>> neg = -iota<int8_t, Shape<3>>(1);
   REQUIRE(neg(2) == -3);
 }
+
+TEST_CASE("assign_together writes its destinations as assignments in order would, in one pass where it can") {
+  // Adam's update of a variable over 100003 elements (the threads' ranges, 512-element chunks, a
+  // tail): the new momentum and velocity are read by the variable's update.
+  const std::size_t n = 100003;
+  Tensor<float, Shape<dyn>> g({n}), m({n}), v({n}), w({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    g.data()[i] = std::sin(float(i) * 0.37f);
+    m.data()[i] = 0.1f * std::cos(float(i) * 0.11f);
+    v.data()[i] = 0.01f + 0.01f * std::sin(float(i) * 0.05f) * std::sin(float(i) * 0.05f);
+    w.data()[i] = std::cos(float(i) * 0.23f);
+  }
+  Tensor<float, Shape<dyn>> m2 = m, v2 = v, w2 = w;
+  const float lr = 0.01f;
+  m2 = m2 + (g - m2) * 0.1f;
+  v2 = v2 + (square(g) - v2) * 0.001f;
+  w2 = w2 - m2 * lr / (sqrt(v2) + 1e-7f);
+  assign_together(std::tie(m, v, w), m + (g - m) * 0.1f, v + (square(g) - v) * 0.001f, w - m * lr / (sqrt(v) + 1e-7f));
+  for (std::size_t i = 0; i < n; ++i) {
+    REQUIRE(m.data()[i] == Approx(m2.data()[i]).epsilon(1e-6));
+    REQUIRE(v.data()[i] == Approx(v2.data()[i]).epsilon(1e-6));
+    REQUIRE(w.data()[i] == Approx(w2.data()[i]).epsilon(1e-6));
+  }
+  // A later destination read where it is written gives its old value (Lion: the variable first).
+  Tensor<float, Shape<dyn>> s = m, x = w;
+  const Tensor<float, Shape<dyn>> x_expected = x - 0.5f * s, s_expected = s * 3.0f;
+  assign_together(std::tie(x, s), x - 0.5f * s, s * 3.0f);
+  for (std::size_t i = 0; i < n; ++i) REQUIRE((x.data()[i] == Approx(x_expected.data()[i]) && s.data()[i] == s_expected.data()[i]));
+}
+
+TEST_CASE("assign_together reads a destination elsewhere than it writes as assignments in order read it") {
+  auto a = iota<float, Shape<3, 4>>(1.f);
+  auto b = iota<float, Shape<3, 4>>(10.f);
+  // The sum reads all of a: after a's assignment, as b = b + reduce_sum(a) would after a = a * 2.
+  assign_together(std::tie(a, b), a * 2.0f, b + reduce_sum(a));
+  for (std::size_t i = 0; i < 12; ++i) {
+    REQUIRE(a.data()[i] == 2.0f * float(1 + i));
+    REQUIRE(b.data()[i] == float(10 + i) + 156.0f);  // 2 * (1 + ... + 12)
+  }
+  // A broadcast row of the first destination: the second reads its new values.
+  const TensorView<const float, Shape<4>> row(a.data());
+  assign_together(std::tie(a, b), a + 1.0f, b - row);
+  for (std::size_t i = 0; i < 12; ++i) REQUIRE(b.data()[i] == float(10 + i) + 156.0f - (2.0f * float(1 + i % 4) + 1.0f));
+  // A strided destination (every other column) and the reference device: in order too.
+  Tensor<float, Shape<3, 4>> c;
+  TensorView<float, Shape<3, 2>> odd(c.data() + 1, {3, 2}, {4, 2});
+  Tensor<float, Shape<3, 2>> d = fill<float, Shape<3, 2>>(5.0f);
+  assign_together(std::tie(odd, d), fill<float, Shape<3, 2>>(1.0f), d + odd);
+  for (std::size_t i = 0; i < 6; ++i) REQUIRE((d.data()[i] == 6.0f && c.data()[2 * i + 1] == 1.0f && c.data()[2 * i] == 0.0f));
+  // A view of the destination's own type is written into it, not bound to it.
+  const TensorView<float, Shape<3, 2>> source(d.data(), {3, 2});
+  assign_together(std::tie(odd, d), source, d * 2.0f);
+  CHECK(odd.data() == c.data() + 1);
+  for (std::size_t i = 0; i < 6; ++i) REQUIRE((c.data()[2 * i + 1] == 6.0f && d.data()[i] == 12.0f));
+  Tensor<double, Shape<dyn>, reference> p({5}), q({5});
+  for (std::size_t i = 0; i < 5; ++i) p.data()[i] = double(i);
+  assign_together(std::tie(p, q), p + 1.0, p * 2.0);
+  for (std::size_t i = 0; i < 5; ++i) REQUIRE((p.data()[i] == double(i + 1) && q.data()[i] == 2.0 * double(i + 1)));
+}
+
+TEST_CASE("assign_together writes destinations that share memory as assignments in order would") {
+  // Two views of one buffer, one element apart: the second assignment wins where they meet.
+  Tensor<float, Shape<dyn>> buffer({2049});
+  TensorView<float, Shape<dyn>> first(buffer.data(), {2048}), second(buffer.data() + 1, {2048});
+  assign_together(std::tie(first, second), fill<float, Shape<dyn>>(1.0f, {2048}), fill<float, Shape<dyn>>(2.0f, {2048}));
+  REQUIRE(buffer.data()[0] == 1.0f);
+  for (std::size_t i = 1; i < 2049; ++i) REQUIRE(buffer.data()[i] == 2.0f);
+  // The same tensor twice: the second expression reads the first's values.
+  Tensor<float, Shape<dyn>> t = fill<float, Shape<dyn>>(3.0f, {1000});
+  assign_together(std::tie(t, t), t * 2.0f, t + 1.0f);
+  for (std::size_t i = 0; i < 1000; ++i) REQUIRE(t.data()[i] == 7.0f);
+}

@@ -400,12 +400,45 @@ template <class T, std::size_t R, class E> void assign(T* out, const dims_t<R>& 
   }
 }
 
+/// Evaluates es[k] into the contiguous memory outs[k] of extents d (those of every e) as
+/// successive assignments would (the caller has checked that no e reads a destination other
+/// than at the index it writes): in one pass (execute_together) where every operand is
+/// contiguous and of extents d, else one after the other. While check_numerics is on, one after
+/// the other too: a NaN stops the assignments there, as it stops assignments in order. The
+/// profiler records the pass as one op, its loops' labels joined.
+template <class Outs, std::size_t R, class... E> void assign_together(const Outs& outs, const dims_t<R>& d, const E&... es) {
+  const offer_scope none;  // nothing is offered: the kernels of the expressions run into memory of their own
+  const std::tuple<evaluator<std::remove_cvref_t<E>>...> evs(es...);
+  auto cs = std::apply([](const auto&... ev) { return std::tuple{ev.cursor()...}; }, evs);
+  const auto fcs = std::apply([](const auto&... ev) { return std::tuple{ev.flat_cursor()...}; }, evs);
+  constexpr std::size_t m = sizeof...(E);
+  using seq = std::make_index_sequence<m>;
+  auto ls = std::apply([](auto&... c) { return std::array<leaf_layout*, (std::size_t(0) + ... + std::remove_cvref_t<decltype(c)>::leaf_count)>{}; }, cs);
+  std::size_t n_leaves = 0;
+  std::apply([&](auto&... c) { (c.leaves([&](leaf_layout& l) { ls[n_leaves++] = &l; }), ...); }, cs);
+  if (!rows::full(ls.data(), n_leaves, d.data(), int(R)) || detail::profile::on(detail::profile::checking_numerics)) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) { (execute_observed(std::get<K>(outs), d.data(), int(R), std::get<K>(cs), std::get<K>(fcs)), ...); }(seq{});
+    return;
+  }
+  if (!detail::profile::on()) return execute_together(outs, product(d), fcs);
+  const std::int64_t begin = detail::profile::now_ns();
+  execute_together(outs, product(d), fcs);
+  std::string label;
+  [&]<std::size_t... K>(std::index_sequence<K...>) { ((label += (K ? " + " : "") + detail::observe::label<std::tuple_element_t<K, decltype(cs)>>()), ...); }(seq{});
+  observe_fused(label, begin, ls.data(), n_leaves, detail::observe::result(std::get<m - 1>(outs), d.data(), R));
+}
+
 }  // namespace ctflow::backend::cpu
 
 namespace ctflow {
 
 template <> struct executor<cpu> {
-  template <class T, std::size_t R, class E> static void assign(T* out, const dims_t<R>& d, const E& e) { backend::cpu::assign(out, d, e); }
+  template <class T, std::size_t R, class E> static void assign(T* out, const dims_t<R>& d, const E& e) {
+    backend::cpu::assign(out, d, e);
+  }
+  template <class Outs, std::size_t R, class... E> static void assign_together(const Outs& outs, const dims_t<R>& d, const E&... es) {
+    backend::cpu::assign_together(outs, d, es...);
+  }
   static void set_num_threads(int n) { backend::cpu::pool().resize(n); }
   static int num_threads() { return backend::cpu::pool().size(); }
   template <class T, class U, class K, class... Ops> static void assign_saving(T* out, U* saved, const expr::Computed<K, Ops...>& n) {

@@ -20,6 +20,8 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 #include <ctflow/core/shape.hpp>
 #include <ctflow/detail/buffer.hpp>
@@ -300,6 +302,20 @@ template <class T, class C, class FC> void execute(T* out, const std::size_t* d,
     return;
   }
   rows::lay_out(ls.data(), ls.size(), d, r, [&](const std::size_t* rd) { execute_rows(out, rd, r, c); });
+}
+
+/// Evaluates flat cursors fcs[k] into the contiguous destinations outs[k] (n elements each), as
+/// successive assignments would: one pass over chunks small enough for the first level of cache,
+/// each chunk of every destination written in turn (fcs[k] may read outs[j], j < k, at the
+/// elements it writes: they are written already).
+template <class Outs, class FCs> void execute_together(const Outs& outs, std::size_t n, const FCs& fcs) {
+  constexpr std::size_t m = std::tuple_size_v<Outs>, chunk = 512;
+  parallel_for(n, task_work / m, 64, [&](std::size_t b, std::size_t e) {
+    for (std::size_t c = b; c < e; c += chunk) {
+      const std::size_t ce = std::min(e, c + chunk);
+      [&]<std::size_t... K>(std::index_sequence<K...>) { (run_row(std::get<K>(outs), std::get<K>(fcs), c, ce), ...); }(std::make_index_sequence<m>{});
+    }
+  });
 }
 
 }  // namespace ctflow::backend::cpu
