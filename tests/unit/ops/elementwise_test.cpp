@@ -309,7 +309,7 @@ TEST_CASE("float32 exp is within 2 ulp over its whole range and keeps the specia
   CHECK(e(1) == INFINITY);
   CHECK(e(2) == 0.0f);
   CHECK(e(3) == INFINITY);
-  CHECK(e(4) == std::exp(-103.0f));  // a subnormal result
+  CHECK(e(4) == 0.0f);  // a denormal result, flushed to zero as TensorFlow's tf.exp(-103.0) is
   CHECK(e(5) == 0.0f);
   CHECK(e(6) == 1.0f);
   CHECK(std::isfinite(e(7)));
@@ -404,4 +404,39 @@ TEST_CASE("assign_together writes destinations that share memory as assignments 
   Tensor<float, Shape<dyn>> t = fill<float, Shape<dyn>>(3.0f, {1000});
   assign_together(std::tie(t, t), t * 2.0f, t + 1.0f);
   for (std::size_t i = 0; i < 1000; ++i) REQUIRE(t.data()[i] == 7.0f);
+}
+
+TEST_CASE("evaluation runs in TensorFlow's floating-point environment: denormals read and written as zero, the caller's left as it was") {
+  // TensorFlow 2.21 on this CPU: tf.exp([-103., -80.]) = [0, 1.8048513e-35]; x = [1e-40, 3e-39]:
+  // x * 1 = x + 0 = sqrt(x) = [0, 0], tf.reduce_sum(x) = 0; tf.exp(-720.0) in float64 = 0.
+  Tensor<float, Shape<2>> x, e;
+  x(0) = 1e-40f;
+  x(1) = 3e-39f;
+  REQUIRE(std::fpclassify(x(0)) == FP_SUBNORMAL);
+  volatile float half = 0.5f;
+  const bool caller_flushes = float(x(0) * half) == 0.0f;  // the test's own thread, before and after
+  Tensor<float, Shape<2>> y = x * 1.0f;
+  CHECK((y(0) == 0.0f && y(1) == 0.0f));
+  y = sqrt(x);
+  CHECK((y(0) == 0.0f && y(1) == 0.0f));
+  CHECK(reduce_sum(x).item() == 0.0f);
+  e(0) = -103.0f;
+  e(1) = -80.0f;
+  y = exp(e);
+  CHECK(y(0) == 0.0f);
+  CHECK(y(1) == Approx(1.8048513e-35f));
+  Tensor<double, Shape<1>> d;
+  d(0) = -720.0;
+  CHECK(Tensor<double, Shape<1>>(exp(d))(0) == 0.0);
+  // The same on the reference device, and on two threads over a large tensor.
+  Tensor<float, Shape<2>, reference> r = to<reference>(x);
+  Tensor<float, Shape<2>, reference> ry = r * 1.0f;
+  CHECK((ry.data()[0] == 0.0f && ry.data()[1] == 0.0f));
+  config::set_num_threads(2);
+  Tensor<float, Shape<dyn>> big = fill<float, Shape<dyn>>(1e-40f, {1 << 20});
+  Tensor<float, Shape<dyn>> twice = big * 2.0f;
+  CHECK(reduce_max(twice).item() == 0.0f);
+  // The calling thread's own arithmetic is untouched.
+  CHECK((float(x(0) * half) == 0.0f) == caller_flushes);
+  CHECK(!caller_flushes);
 }

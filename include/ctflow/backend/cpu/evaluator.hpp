@@ -15,6 +15,7 @@
 #include <ctflow/core/concepts.hpp>
 #include <ctflow/core/device.hpp>
 #include <ctflow/detail/buffer.hpp>
+#include <ctflow/detail/float_environment.hpp>
 #include <ctflow/detail/observe.hpp>
 #include <ctflow/expr/computed.hpp>
 #include <ctflow/expr/elementwise.hpp>
@@ -432,16 +433,21 @@ template <class Outs, std::size_t R, class... E> void assign_together(const Outs
 
 namespace ctflow {
 
+// Every evaluation runs in TensorFlow's floating-point environment (detail/float_environment.hpp);
+// the thread pool's workers run in it for good.
 template <> struct executor<cpu> {
   template <class T, std::size_t R, class E> static void assign(T* out, const dims_t<R>& d, const E& e) {
+    const detail::kernel_float_environment environment;
     backend::cpu::assign(out, d, e);
   }
   template <class Outs, std::size_t R, class... E> static void assign_together(const Outs& outs, const dims_t<R>& d, const E&... es) {
+    const detail::kernel_float_environment environment;
     backend::cpu::assign_together(outs, d, es...);
   }
   static void set_num_threads(int n) { backend::cpu::pool().resize(n); }
   static int num_threads() { return backend::cpu::pool().size(); }
   template <class T, class U, class K, class... Ops> static void assign_saving(T* out, U* saved, const expr::Computed<K, Ops...>& n) {
+    const detail::kernel_float_environment environment;
     backend::cpu::evaluator<expr::Computed<K, Ops...>> ev(n, out, saved);
   }
 };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <ctflow/detail/buffer.hpp>
+#include <ctflow/detail/float_environment.hpp>
 #include <ctflow/detail/linkage.hpp>
 
 namespace ctflow::backend::cpu {
@@ -50,7 +51,11 @@ class thread_pool {
     owner_ = std::vector<slot>(std::size_t(threads));
     // New workers wait for the next call, never for one that has already returned.
     const std::uint64_t now = call_.load(std::memory_order_acquire);
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, now] { work(i, now); });
+    for (int i = 1; i < threads; ++i)
+      workers_.emplace_back([this, i, now] {
+        ctflow::detail::kernel_float_environment::set_for_this_thread();  // TensorFlow's, as every evaluation's
+        work(i, now);
+      });
   }
 
   /// Runs fn(t) for t in [0, tasks) with tasks <= size(), and rethrows the first exception a

@@ -13,6 +13,7 @@
 #include <ctflow/core/concepts.hpp>
 #include <ctflow/core/device.hpp>
 #include <ctflow/detail/buffer.hpp>
+#include <ctflow/detail/float_environment.hpp>
 #include <ctflow/detail/observe.hpp>
 #include <ctflow/expr/computed.hpp>
 #include <ctflow/expr/elementwise.hpp>
@@ -155,9 +156,12 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, ref
   }
 };
 
+// Every evaluation runs in TensorFlow's floating-point environment, as the CPU's
+// (detail/float_environment.hpp).
 template <> struct executor<reference> {
   /// Evaluates e into the contiguous memory out of extents d (those of e).
   template <class T, std::size_t R, class E> static void assign(T* out, const dims_t<R>& d, const E& e) {
+    const detail::kernel_float_environment environment;
     using N = std::remove_cvref_t<E>;
     if constexpr (expr::is_computed<N>::value) {
       backend::reference::evaluator<N> ev(e, out);
@@ -170,6 +174,7 @@ template <> struct executor<reference> {
   }
   /// Runs n's kernel into out, leaving its by-product for the gradient in saved.
   template <class T, class U, class K, class... Ops> static void assign_saving(T* out, U* saved, const expr::Computed<K, Ops...>& n) {
+    const detail::kernel_float_environment environment;
     backend::reference::evaluator<expr::Computed<K, Ops...>> ev(n, out, saved);
   }
 };
