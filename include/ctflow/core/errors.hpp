@@ -29,6 +29,11 @@ struct numerics_error : std::domain_error {
 struct io_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+/// @brief A device that cannot be used (no driver, no GPU, a library missing, a kernel that does
+/// not compile), naming what was asked of it and why.
+struct device_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 namespace detail {
 

@@ -1,0 +1,122 @@
+#pragma once
+/// @file
+/// @brief The CUDA driver, loaded on first use (libcuda.so.1, never linked), and the GPUs it
+/// shows this process (CUDA_VISIBLE_DEVICES applies, as the driver reads it).
+///
+/// The driver's C interface is declared here, as its ABI is (ints and pointers), so that the
+/// backend builds without the toolkit's headers; each entry point is the versioned symbol the
+/// toolkit's cuda.h names (cuDeviceTotalMem is cuDeviceTotalMem_v2).
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ctflow/backend/cuda/library.hpp>
+
+namespace ctflow::backend::cuda {
+
+/// @brief The entry points of the driver that ctflow calls.
+struct driver_api {
+  using result = int;  // CUresult: 0 is CUDA_SUCCESS
+  result (*cuInit)(unsigned flags);
+  result (*cuDriverGetVersion)(int* version);
+  result (*cuDeviceGetCount)(int* count);
+  result (*cuDeviceGet)(int* device, int ordinal);
+  result (*cuDeviceGetName)(char* name, int length, int device);
+  result (*cuDeviceGetAttribute)(int* value, int attribute, int device);
+  result (*cuDeviceTotalMem)(std::size_t* bytes, int device);
+  result (*cuGetErrorString)(result error, const char** text);
+  static constexpr int compute_capability_major = 75, compute_capability_minor = 76;  // CUdevice_attribute
+  static constexpr result no_device = 100;                                            // CUDA_ERROR_NO_DEVICE
+
+  /// @brief The driver's name for error r ("CUDA_ERROR_NO_DEVICE: no CUDA-capable device is
+  /// detected").
+  std::string message(result r) const {
+    const char* text = nullptr;
+    if (cuGetErrorString && cuGetErrorString(r, &text) == 0 && text) return "error " + std::to_string(r) + ": " + text;
+    return "error " + std::to_string(r);
+  }
+  /// @brief Throws device_error naming `call` and the driver's message where r is not success.
+  void check(result r, const char* call) const {
+    if (r != 0) throw device_error(std::string("ctflow::cuda: ") + call + " failed (" + message(r) + ")");
+  }
+};
+
+namespace detail {
+/// The driver loaded and initialised, or why it could not be (kept: each use gives the same error).
+struct driver_state {
+  std::optional<shared_library> library;
+  driver_api api{};
+  std::string failure;
+  driver_state() {
+    try {
+      library.emplace("the CUDA driver", std::initializer_list<const char*>{"libcuda.so.1"});
+      const shared_library& l = *library;
+      api.cuGetErrorString = l.function<decltype(api.cuGetErrorString)>("cuGetErrorString");
+      api.cuInit = l.function<decltype(api.cuInit)>("cuInit");
+      api.cuDriverGetVersion = l.function<decltype(api.cuDriverGetVersion)>("cuDriverGetVersion");
+      api.cuDeviceGetCount = l.function<decltype(api.cuDeviceGetCount)>("cuDeviceGetCount");
+      api.cuDeviceGet = l.function<decltype(api.cuDeviceGet)>("cuDeviceGet");
+      api.cuDeviceGetName = l.function<decltype(api.cuDeviceGetName)>("cuDeviceGetName");
+      api.cuDeviceGetAttribute = l.function<decltype(api.cuDeviceGetAttribute)>("cuDeviceGetAttribute");
+      api.cuDeviceTotalMem = l.function<decltype(api.cuDeviceTotalMem)>("cuDeviceTotalMem_v2");
+      if (const auto r = api.cuInit(0); r != 0)
+        failure = "ctflow::cuda: the CUDA driver (" + l.path() + ") does not start (cuInit: " + api.message(r) +
+                  (r == driver_api::no_device ? "; CUDA_VISIBLE_DEVICES may hide every GPU" : "") + ")";
+    } catch (const device_error& e) {
+      failure = e.what();
+    }
+  }
+};
+inline driver_state& driver_once() {
+  static driver_state state;
+  return state;
+}
+}  // namespace detail
+
+/// @brief Whether the driver loads and starts (a GPU may still be absent: see devices()).
+inline bool driver_available() { return detail::driver_once().failure.empty(); }
+
+/// @brief The driver, loaded and initialised on first use; device_error (the reason kept from that
+/// first attempt) where there is none or it does not start.
+inline const driver_api& driver() {
+  const auto& s = detail::driver_once();
+  if (!s.failure.empty()) throw device_error(s.failure);
+  return s.api;
+}
+
+/// @brief A GPU as the driver describes it.
+struct device_properties {
+  int ordinal = 0;
+  std::string name;
+  int major = 0, minor = 0;  // compute capability
+  std::size_t total_memory = 0;
+  /// @brief Its architecture as NVRTC names a cubin's ("sm_90").
+  std::string arch() const { return "sm_" + std::to_string(major * 10 + minor); }
+};
+
+/// @brief The GPUs this process sees, in the driver's order: none where there is no driver.
+inline std::vector<device_properties> devices() {
+  std::vector<device_properties> out;
+  if (!driver_available()) return out;
+  const driver_api& d = driver();
+  int count = 0;
+  d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  for (int i = 0; i < count; ++i) {
+    device_properties p;
+    int handle = 0;
+    d.check(d.cuDeviceGet(&handle, i), "cuDeviceGet");
+    char name[256] = {};
+    d.check(d.cuDeviceGetName(name, int(sizeof name) - 1, handle), "cuDeviceGetName");
+    p.ordinal = i;
+    p.name = name;
+    d.check(d.cuDeviceGetAttribute(&p.major, driver_api::compute_capability_major, handle), "cuDeviceGetAttribute");
+    d.check(d.cuDeviceGetAttribute(&p.minor, driver_api::compute_capability_minor, handle), "cuDeviceGetAttribute");
+    d.check(d.cuDeviceTotalMem(&p.total_memory, handle), "cuDeviceTotalMem");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace ctflow::backend::cuda
