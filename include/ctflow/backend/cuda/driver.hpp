@@ -43,48 +43,32 @@ struct driver_api {
   }
 };
 
-namespace detail {
-/// The driver loaded and initialised, or why it could not be (kept: each use gives the same error).
-struct driver_state {
-  std::optional<shared_library> library;
-  driver_api api{};
-  std::string failure;
-  driver_state() {
-    try {
-      library.emplace("the CUDA driver", std::initializer_list<const char*>{"libcuda.so.1"});
-      const shared_library& l = *library;
-      api.cuGetErrorString = l.function<decltype(api.cuGetErrorString)>("cuGetErrorString");
-      api.cuInit = l.function<decltype(api.cuInit)>("cuInit");
-      api.cuDriverGetVersion = l.function<decltype(api.cuDriverGetVersion)>("cuDriverGetVersion");
-      api.cuDeviceGetCount = l.function<decltype(api.cuDeviceGetCount)>("cuDeviceGetCount");
-      api.cuDeviceGet = l.function<decltype(api.cuDeviceGet)>("cuDeviceGet");
-      api.cuDeviceGetName = l.function<decltype(api.cuDeviceGetName)>("cuDeviceGetName");
-      api.cuDeviceGetAttribute = l.function<decltype(api.cuDeviceGetAttribute)>("cuDeviceGetAttribute");
-      api.cuDeviceTotalMem = l.function<decltype(api.cuDeviceTotalMem)>("cuDeviceTotalMem_v2");
-      if (const auto r = api.cuInit(0); r != 0)
-        failure = "ctflow::cuda: the CUDA driver (" + l.path() + ") does not start (cuInit: " + api.message(r) +
-                  (r == driver_api::no_device ? "; CUDA_VISIBLE_DEVICES may hide every GPU" : "") + ")";
-    } catch (const device_error& e) {
-      failure = e.what();
-    }
-  }
-};
-inline driver_state& driver_once() {
-  static driver_state state;
-  return state;
+/// @brief The driver, loaded and initialised on first use (or why it could not be).
+inline const lazy_api<driver_api>& driver_library() {
+  static const lazy_api<driver_api> d([](std::optional<shared_library>& library, driver_api& api) {
+    library.emplace("the CUDA driver", std::initializer_list<const char*>{"libcuda.so.1"});
+    const shared_library& l = *library;
+    api.cuGetErrorString = l.function<decltype(api.cuGetErrorString)>("cuGetErrorString");
+    api.cuInit = l.function<decltype(api.cuInit)>("cuInit");
+    api.cuDriverGetVersion = l.function<decltype(api.cuDriverGetVersion)>("cuDriverGetVersion");
+    api.cuDeviceGetCount = l.function<decltype(api.cuDeviceGetCount)>("cuDeviceGetCount");
+    api.cuDeviceGet = l.function<decltype(api.cuDeviceGet)>("cuDeviceGet");
+    api.cuDeviceGetName = l.function<decltype(api.cuDeviceGetName)>("cuDeviceGetName");
+    api.cuDeviceGetAttribute = l.function<decltype(api.cuDeviceGetAttribute)>("cuDeviceGetAttribute");
+    api.cuDeviceTotalMem = l.function<decltype(api.cuDeviceTotalMem)>("cuDeviceTotalMem_v2");
+    if (const auto r = api.cuInit(0); r != 0)
+      throw device_error("ctflow::cuda: the CUDA driver (" + l.path() + ") does not start (cuInit: " + api.message(r) +
+                         (r == driver_api::no_device ? "; CUDA_VISIBLE_DEVICES may hide every GPU" : "") + ")");
+  });
+  return d;
 }
-}  // namespace detail
 
 /// @brief Whether the driver loads and starts (a GPU may still be absent: see devices()).
-inline bool driver_available() { return detail::driver_once().failure.empty(); }
+inline bool driver_available() { return driver_library().available(); }
 
-/// @brief The driver, loaded and initialised on first use; device_error (the reason kept from that
-/// first attempt) where there is none or it does not start.
-inline const driver_api& driver() {
-  const auto& s = detail::driver_once();
-  if (!s.failure.empty()) throw device_error(s.failure);
-  return s.api;
-}
+/// @brief The driver's entry points; device_error (the reason kept from the first attempt) where
+/// there is none or it does not start.
+inline const driver_api& driver() { return driver_library().get(); }
 
 /// @brief A GPU as the driver describes it.
 struct device_properties {

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,30 @@ class shared_library {
  private:
   std::string what_, path_;
   void* handle_ = nullptr;
+};
+
+/// @brief A library's entry points (a struct of function pointers, Api), loaded on first use by
+/// `load(library, api)`; a failure (a device_error) is kept, and each use gives the same error.
+template <class Api> class lazy_api {
+ public:
+  template <class Load> explicit lazy_api(Load load) {
+    try {
+      load(library_, api_);
+    } catch (const device_error& e) {
+      failure_ = e.what();
+    }
+  }
+  bool available() const { return failure_.empty(); }
+  /// @brief The entry points; device_error where the library did not load.
+  const Api& get() const {
+    if (!failure_.empty()) throw device_error(failure_);
+    return api_;
+  }
+
+ private:
+  std::optional<shared_library> library_;
+  Api api_{};
+  std::string failure_;
 };
 
 }  // namespace ctflow::backend::cuda

@@ -40,48 +40,33 @@ struct nvrtc_api {
   std::string version() const { return std::to_string(major) + "." + std::to_string(minor); }
 };
 
-namespace detail {
-struct nvrtc_state {
-  std::optional<shared_library> library;
-  nvrtc_api api{};
-  std::string failure;
-  nvrtc_state() {
-    try {
-      library.emplace("NVRTC", std::initializer_list<const char*>{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"}, toolkit_library_dirs());
-      const shared_library& l = *library;
-      api.nvrtcGetErrorString = l.function<decltype(api.nvrtcGetErrorString)>("nvrtcGetErrorString");
-      api.nvrtcVersion = l.function<decltype(api.nvrtcVersion)>("nvrtcVersion");
-      api.nvrtcCreateProgram = l.function<decltype(api.nvrtcCreateProgram)>("nvrtcCreateProgram");
-      api.nvrtcDestroyProgram = l.function<decltype(api.nvrtcDestroyProgram)>("nvrtcDestroyProgram");
-      api.nvrtcCompileProgram = l.function<decltype(api.nvrtcCompileProgram)>("nvrtcCompileProgram");
-      api.nvrtcGetProgramLogSize = l.function<decltype(api.nvrtcGetProgramLogSize)>("nvrtcGetProgramLogSize");
-      api.nvrtcGetProgramLog = l.function<decltype(api.nvrtcGetProgramLog)>("nvrtcGetProgramLog");
-      api.nvrtcGetPTXSize = l.function<decltype(api.nvrtcGetPTXSize)>("nvrtcGetPTXSize");
-      api.nvrtcGetPTX = l.function<decltype(api.nvrtcGetPTX)>("nvrtcGetPTX");
-      api.nvrtcGetCUBINSize = l.function<decltype(api.nvrtcGetCUBINSize)>("nvrtcGetCUBINSize");
-      api.nvrtcGetCUBIN = l.function<decltype(api.nvrtcGetCUBIN)>("nvrtcGetCUBIN");
-      api.check(api.nvrtcVersion(&api.major, &api.minor), "nvrtcVersion");
-    } catch (const device_error& e) {
-      failure = e.what();
-    }
-  }
-};
-inline nvrtc_state& nvrtc_once() {
-  static nvrtc_state state;
-  return state;
+/// @brief NVRTC, loaded on first use (or why it could not be).
+inline const lazy_api<nvrtc_api>& nvrtc_library() {
+  static const lazy_api<nvrtc_api> n([](std::optional<shared_library>& library, nvrtc_api& api) {
+    library.emplace("NVRTC", std::initializer_list<const char*>{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"}, toolkit_library_dirs());
+    const shared_library& l = *library;
+    api.nvrtcGetErrorString = l.function<decltype(api.nvrtcGetErrorString)>("nvrtcGetErrorString");
+    api.nvrtcVersion = l.function<decltype(api.nvrtcVersion)>("nvrtcVersion");
+    api.nvrtcCreateProgram = l.function<decltype(api.nvrtcCreateProgram)>("nvrtcCreateProgram");
+    api.nvrtcDestroyProgram = l.function<decltype(api.nvrtcDestroyProgram)>("nvrtcDestroyProgram");
+    api.nvrtcCompileProgram = l.function<decltype(api.nvrtcCompileProgram)>("nvrtcCompileProgram");
+    api.nvrtcGetProgramLogSize = l.function<decltype(api.nvrtcGetProgramLogSize)>("nvrtcGetProgramLogSize");
+    api.nvrtcGetProgramLog = l.function<decltype(api.nvrtcGetProgramLog)>("nvrtcGetProgramLog");
+    api.nvrtcGetPTXSize = l.function<decltype(api.nvrtcGetPTXSize)>("nvrtcGetPTXSize");
+    api.nvrtcGetPTX = l.function<decltype(api.nvrtcGetPTX)>("nvrtcGetPTX");
+    api.nvrtcGetCUBINSize = l.function<decltype(api.nvrtcGetCUBINSize)>("nvrtcGetCUBINSize");
+    api.nvrtcGetCUBIN = l.function<decltype(api.nvrtcGetCUBIN)>("nvrtcGetCUBIN");
+    api.check(api.nvrtcVersion(&api.major, &api.minor), "nvrtcVersion");
+  });
+  return n;
 }
-}  // namespace detail
 
 /// @brief Whether NVRTC loads.
-inline bool nvrtc_available() { return detail::nvrtc_once().failure.empty(); }
+inline bool nvrtc_available() { return nvrtc_library().available(); }
 
-/// @brief NVRTC, loaded on first use; device_error (the reason kept from that first attempt)
-/// where it is missing.
-inline const nvrtc_api& nvrtc() {
-  const auto& s = detail::nvrtc_once();
-  if (!s.failure.empty()) throw device_error(s.failure);
-  return s.api;
-}
+/// @brief NVRTC's entry points; device_error (the reason kept from the first attempt) where it is
+/// missing.
+inline const nvrtc_api& nvrtc() { return nvrtc_library().get(); }
 
 /// @brief What NVRTC made of a source: a cubin ("sm_XY") or PTX text ("compute_XY"), and its log
 /// (warnings; with `--ptxas-options=-v`, each kernel's registers and spills).
