@@ -20,6 +20,12 @@ namespace detail {
 template <class E> constexpr void check_image_rank() {
   static_assert(shape_t<E>::rank == 3 || shape_t<E>::rank == 4, "ctflow::image: images are [height, width, channels] or [batch, height, width, channels]");
 }
+/// Is E (a forwarding reference's type) a tensor that no one holds past the call?
+template <class E> constexpr bool temporary_tensor() {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (std::is_lvalue_reference_v<E> || !is_leaf_v<N>) return false;
+  else return !N::is_view;
+}
 }  // namespace detail
 
 /// @brief tf.image.flip_left_right (reverses the width axis).
@@ -64,24 +70,27 @@ template <ShapeType Size, Expression E> auto random_crop(E&& e, std::uint64_t se
 }
 
 /// @brief tf.image.per_image_standardization: (x - mean) / max(stddev, 1/sqrt(N)) over each
-/// image's height, width and channels, as float32.
-template <Expression E> auto per_image_standardization(const E& e) {
+/// image's height, width and channels (N elements), as float32: an expression of TensorFlow's
+/// own ops (reduce_mean, the standard deviation, maximum), on any device, with their gradient.
+/// A temporary tensor (a decoded image) is standardized now: nothing could hold it for later.
+template <Expression E> auto per_image_standardization(E&& e) {
   detail::check_image_rank<E>();
-  constexpr int R = shape_t<E>::rank;
-  using S = shape_t<E>;
-  Tensor<float, S, placed_device_t<device_t<E>>> x = cast<float>(e);
-  const auto d = x.dims();
-  const std::size_t images = R == 4 ? d[0] : 1, n = x.size() / std::max<std::size_t>(images, 1);
-  for (std::size_t b = 0; b < images; ++b) {
-    float* p = x.data() + b * n;
-    double mean = 0, sq = 0;
-    for (std::size_t i = 0; i < n; ++i) mean += p[i];
-    mean /= double(n);
-    for (std::size_t i = 0; i < n; ++i) sq += (p[i] - mean) * (p[i] - mean);
-    const double scale = std::max(std::sqrt(sq / double(n)), 1.0 / std::sqrt(double(n)));
-    for (std::size_t i = 0; i < n; ++i) p[i] = float((p[i] - mean) / scale);
+  if constexpr (detail::temporary_tensor<E>()) {
+    const std::remove_cvref_t<E> held(std::move(e));
+    return eval(per_image_standardization(held));
+  } else {
+    constexpr std::size_t R = std::size_t(shape_t<E>::rank);
+    const auto d = e.dims();
+    const float min_stddev = 1.0f / std::sqrt(float(d[R - 3] * d[R - 2] * d[R - 1]));
+    // e itself where it is float32 (a tensor is then read where it is), else its cast.
+    decltype(auto) x = [&]() -> decltype(auto) {
+      if constexpr (std::is_same_v<value_t<E>, float>) return (e);
+      else return cast<float>(e);
+    }();
+    auto centered = x - reduce_mean<-3, -2, -1>(x, keepdims);
+    auto stddev = sqrt(reduce_mean<-3, -2, -1>(square(centered), keepdims));
+    return centered / maximum(stddev, min_stddev);
   }
-  return x;
 }
 
 /// @brief tf.image.ResizeMethod.

@@ -418,6 +418,44 @@ TEST_CASE("decode_jpeg on hostile files: sizes checked before decoding, the deco
   CHECK_THROWS_WITH(io::decode_jpeg(claiming(baseline, 0, 48)), Catch::Contains("corrupt JPEG data"));
 }
 
+TEST_CASE("per_image_standardization gives TensorFlow's values and gradient, on the CPU and the reference device") {
+  // TensorFlow 2.21: x [2, 2, 3, 2] (the second image nearly constant: its stddev is below
+  // 1/sqrt(12)), y = tf.image.per_image_standardization(x), g = d sum(y * w) / dx, w = sin(0..23).
+  const float xs[24] = {-0.4000000059604645f, -0.030000001192092896f, 0.3400000035762787f, 0.7100000381469727f, -0.21999993920326233f,
+                        0.15000006556510925f, 0.5200001001358032f,   0.8900002241134644f,   -0.03999987244606018f, 0.33000001311302185f,
+                        0.7000001668930054f,  -0.22999969124794006f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5000001192092896f};
+  const float ys[12] = {-1.5542234182357788f, -0.636570394039154f,  0.2810826897621155f, 1.1987358331680298f, -1.1077975034713745f, -0.1901444047689438f,
+                        0.7275087833404541f,  1.6451621055603027f,  -0.6613715291023254f, 0.2562812566757202f, 1.1739346981048584f,  -1.1325982809066772f};
+  const float gs[24] = {0.4715729057788849f,  2.2299349308013916f, 2.0695478916168213f, -0.1642487347126007f, -1.5652682781219482f, -2.3951659202575684f,
+                        -1.038493275642395f,  0.9553115963935852f, 2.605597972869873f,  0.8453540205955505f,  -1.854615569114685f,  -2.1595277786254883f,
+                        -2.022886037826538f,  1.291358470916748f,  3.2674219608306885f, 2.0885205268859863f,  -1.1614693403244019f, -3.494521379470825f,
+                        -2.765639066696167f,  0.35504698753356934f, 2.998392343521118f, 2.734117269515991f,   -0.19480475783348083f, -3.095536231994629f};
+  Tensor<float, Shape<2, 2, 3, 2>> x, w;
+  for (std::size_t i = 0; i < 24; ++i) {
+    x.data()[i] = xs[i];
+    w.data()[i] = std::sin(float(i));
+  }
+  const Tensor<float, Shape<2, 2, 3, 2>> y = image::per_image_standardization(x);
+  for (std::size_t i = 0; i < 12; ++i) CHECK(y.data()[i] == Approx(ys[i]).epsilon(1e-5));
+  for (std::size_t i = 12; i < 24; ++i) CHECK(std::abs(y.data()[i]) < 1e-6f);  // TensorFlow: 0 (and 4.1e-7 for the last), by float32 rounding
+  const auto [loss, g] = value_and_grad(reduce_sum(image::per_image_standardization(x) * w), x);
+  for (std::size_t i = 0; i < 24; ++i) CHECK(g.data()[i] == Approx(gs[i]).epsilon(1e-4).margin(1e-4));
+  // The reference device, and a uint8 image of one rank less (its own mean and deviation).
+  const auto r = to<reference>(x);
+  const Tensor<float, Shape<2, 2, 3, 2>, reference> yr = image::per_image_standardization(r);
+  for (std::size_t i = 0; i < 12; ++i) CHECK(yr.data()[i] == Approx(ys[i]).epsilon(1e-5));
+  Tensor<std::uint8_t, Shape<dyn, dyn, 1>> u({2, 2, 1});
+  for (std::size_t i = 0; i < 4; ++i) u.data()[i] = std::uint8_t(10 * i);  // 0 10 20 30: mean 15, stddev sqrt(125)
+  const Tensor<float, Shape<dyn, dyn, 1>> su = image::per_image_standardization(u);
+  CHECK(su.data()[0] == Approx(-15.0 / std::sqrt(125.0)));
+  CHECK(su.data()[3] == Approx(15.0 / std::sqrt(125.0)));
+  // A temporary image (as a decoder returns it), kept in a variable as users keep it.
+  auto st = image::per_image_standardization(Tensor<std::uint8_t, Shape<dyn, dyn, 1>>(u));
+  CHECK(st.data()[3] == su.data()[3]);
+  auto lazy = image::per_image_standardization(x * 2.0f);  // an expression over x: the same image up to scale
+  CHECK(Tensor<float, Shape<2, 2, 3, 2>>(lazy).data()[0] == Approx(ys[0]).epsilon(1e-5));
+}
+
 TEST_CASE("image ops: flips and rot90 as views, resize with half-pixel centers, standardization, random_crop") {
   Tensor<float, Shape<2, 3, 1>> x = reshape<Shape<2, 3, 1>>(range<float>(1.f, 7.f));  // [[1 2 3] [4 5 6]]
   Tensor<float, Shape<2, 3, 1>> lr = image::flip_left_right(x), ud = image::flip_up_down(x);
@@ -433,7 +471,7 @@ TEST_CASE("image ops: flips and rot90 as views, resize with half-pixel centers, 
   REQUIRE((up(0, 0, 0) == 1.f && up(0, 1, 0) == 1.25f && up(0, 2, 0) == 1.75f && up(3, 3, 0) == 4.f && up(1, 0, 0) == 1.5f));
   const auto nn = eval(image::resize<3, 3>(s, image::ResizeMethod::NEAREST_NEIGHBOR));
   REQUIRE((nn(0, 1, 0) == 2.f && nn(1, 0, 0) == 3.f && nn(2, 2, 0) == 4.f));
-  const auto st = image::per_image_standardization(s);
+  const Tensor<float, Shape<2, 2, 1>> st = image::per_image_standardization(s);
   double m = 0, v = 0;
   for (float a : st) m += a;
   for (float a : st) v += a * a;
