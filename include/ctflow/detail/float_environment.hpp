@@ -33,8 +33,6 @@ class kernel_float_environment {
 
   /// Sets it on this thread for good (a device's own worker threads).
   static void set_for_this_thread() { write(kernel_mode(read())); }
-  /// Whether this thread runs in it.
-  static bool active() { return kernel_mode(read()) == read(); }
 
  private:
 #if defined(__x86_64__) || defined(__SSE__)

@@ -21,8 +21,8 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 

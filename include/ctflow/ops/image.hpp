@@ -11,6 +11,7 @@
 #include <ctflow/expr/computed.hpp>
 #include <ctflow/ops/array.hpp>
 #include <ctflow/ops/math.hpp>
+#include <ctflow/ops/nn/normalization.hpp>
 #include <ctflow/ops/random.hpp>
 #include <ctflow/ops/reduction.hpp>
 
@@ -87,9 +88,8 @@ template <Expression E> auto per_image_standardization(E&& e) {
       if constexpr (std::is_same_v<value_t<E>, float>) return (e);
       else return cast<float>(e);
     }();
-    auto centered = x - reduce_mean<-3, -2, -1>(x, keepdims);
-    auto stddev = sqrt(reduce_mean<-3, -2, -1>(square(centered), keepdims));
-    return centered / maximum(stddev, min_stddev);
+    const auto [mean, variance] = nn::moments<-3, -2, -1>(x);
+    return (x - mean) / maximum(sqrt(variance), min_stddev);
   }
 }
 

@@ -186,24 +186,23 @@ class caching_allocator {
     free_.insert(r);
   }
 
-  // Joins b with its free neighbours (out of the free set); returns the joined block.
+  // Joins b (not in the free set) with its free neighbours; returns the joined block.
   block* merge(block* b) {
-    if (block* n = b->next; n && !n->used) {
-      free_.erase(n);
-      b->size += n->size;
-      b->next = n->next;
-      if (n->next) n->next->prev = b;
-      blocks_.erase(n->ptr);
-    }
+    if (block* n = b->next; n && !n->used) absorb(b, n);
     if (block* p = b->prev; p && !p->used) {
       free_.erase(p);
-      p->size += b->size;
-      p->next = b->next;
-      if (b->next) b->next->prev = p;
-      blocks_.erase(b->ptr);
+      absorb(p, b);
       b = p;
     }
     return b;
+  }
+  // Block `right`, after `left` (not in the free set) in their segment, becomes part of left.
+  void absorb(block* left, block* right) {
+    free_.erase(right);
+    left->size += right->size;
+    left->next = right->next;
+    if (right->next) right->next->prev = left;
+    blocks_.erase(right->ptr);
   }
 
   void release_free_segments() {

@@ -20,7 +20,6 @@ namespace ctflow::backend::cuda {
 struct driver_api {
   using result = int;  // CUresult: 0 is CUDA_SUCCESS
   result (*cuInit)(unsigned flags);
-  result (*cuDriverGetVersion)(int* version);
   result (*cuDeviceGetCount)(int* count);
   result (*cuDeviceGet)(int* device, int ordinal);
   result (*cuDeviceGetName)(char* name, int length, int device);
@@ -50,7 +49,6 @@ inline const lazy_api<driver_api>& driver_library() {
     const shared_library& l = *library;
     api.cuGetErrorString = l.function<decltype(api.cuGetErrorString)>("cuGetErrorString");
     api.cuInit = l.function<decltype(api.cuInit)>("cuInit");
-    api.cuDriverGetVersion = l.function<decltype(api.cuDriverGetVersion)>("cuDriverGetVersion");
     api.cuDeviceGetCount = l.function<decltype(api.cuDeviceGetCount)>("cuDeviceGetCount");
     api.cuDeviceGet = l.function<decltype(api.cuDeviceGet)>("cuDeviceGet");
     api.cuDeviceGetName = l.function<decltype(api.cuDeviceGetName)>("cuDeviceGetName");

@@ -16,7 +16,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <ctflow/backend/cuda/nvrtc.hpp>
@@ -56,31 +55,21 @@ class kernel_cache {
   /// valid as long as the cache (entries are never dropped). One compilation at a time.
   const std::vector<char>& binary(const std::string& source, const std::string& name, const std::string& arch, const std::vector<std::string>& options = {}) {
     const std::lock_guard lock(m_);
-    const std::string version = nvrtc().version();
-    const auto key = std::tuple{source, arch, version, options};
+    const std::string key = key_of(source, arch, options);
     if (auto it = entries_.find(key); it != entries_.end()) {
       ++counts_.memory;
       return it->second;
     }
-    const std::string file = directory_.empty() ? std::string() : path_of(source, arch, version, options);
-    // Each part with its length: no two keys read the same.
-    std::string key_text;
-    auto add = [&](const std::string& part) { key_text += std::to_string(part.size()) + ":" + part + "\n"; };
-    add(arch);
-    add(version);
-    for (const auto& o : default_options()) add(o);
-    key_text += "|\n";
-    for (const auto& o : options) add(o);
-    add(source);
+    const std::string file = path_of(key, arch);
     std::vector<char> binary;
-    if (!file.empty() && read(file, key_text, binary)) {
+    if (!file.empty() && read(file, key, binary)) {
       ++counts_.disk;
     } else {
       binary = compile(source, name, arch, options).binary;
       ++counts_.compiled;
       if (!file.empty()) {
         try {
-          write(file, key_text, binary);
+          write(file, key, binary);
         } catch (const io_error&) {
           ++counts_.unwritten;  // a read-only or full directory: the kernel is compiled all the same
         }
@@ -92,7 +81,7 @@ class kernel_cache {
   /// @brief The file that holds (or would hold) an entry; empty where there is no directory.
   std::string file_of(const std::string& source, const std::string& arch, const std::vector<std::string>& options = {}) const {
     const std::lock_guard lock(m_);
-    return directory_.empty() ? std::string() : path_of(source, arch, nvrtc().version(), options);
+    return path_of(key_of(source, arch, options), arch);
   }
   counts stats() const {
     const std::lock_guard lock(m_);
@@ -102,17 +91,27 @@ class kernel_cache {
  private:
   static constexpr char magic[8] = {'c', 't', 'f', 'l', 'o', 'w', 'K', '1'};
 
-  static std::uint64_t hash(const std::string& text, std::uint64_t h = 0xcbf29ce484222325ull) {  // FNV-1a
-    for (const unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-    return (h ^ 0xff) * 0x100000001b3ull;  // a separator between the parts hashed in turn
+  /// An entry's key: the architecture, NVRTC's version, the default and given options and the
+  /// source, each with its length (no two keys read the same).
+  static std::string key_of(const std::string& source, const std::string& arch, const std::vector<std::string>& options) {
+    std::string key;
+    auto add = [&](const std::string& part) { key += std::to_string(part.size()) + ":" + part + "\n"; };
+    add(arch);
+    add(nvrtc().version());
+    for (const auto& o : default_options()) add(o);
+    key += "|\n";
+    for (const auto& o : options) add(o);
+    add(source);
+    return key;
   }
-  std::string path_of(const std::string& source, const std::string& arch, const std::string& version, const std::vector<std::string>& options) const {
-    std::uint64_t h = hash(version, hash(arch, hash(source)));
-    for (const auto& o : default_options()) h = hash(o, h);
-    for (const auto& o : options) h = hash(o, h);
+  /// The file of the entry of `key` (its FNV-1a hash; empty where there is no directory).
+  std::string path_of(const std::string& key, const std::string& arch) const {
+    if (directory_.empty()) return {};
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char c : key) h = (h ^ c) * 0x100000001b3ull;
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-    return directory_ + "/" + hex + "-" + arch + "-nvrtc" + version + ".ctk";
+    return directory_ + "/" + hex + "-" + arch + "-nvrtc" + nvrtc().version() + ".ctk";
   }
 
   // Layout: magic, key bytes (u64), binary bytes (u64), crc32c of each (u32, u32), the key, the
@@ -154,7 +153,7 @@ class kernel_cache {
 
   mutable std::mutex m_;
   std::string directory_;
-  std::map<std::tuple<std::string, std::string, std::string, std::vector<std::string>>, std::vector<char>> entries_;
+  std::map<std::string, std::vector<char>> entries_;  // by key_of
   counts counts_;
 };
 
