@@ -12,7 +12,19 @@
 #include <cmath>
 #include <type_traits>
 
+#include <ctflow/core/errors.hpp>
+
 namespace ctflow::math {
+
+/// Whether X is an integer type (bool included) or a signed one: what functors branch on, as a
+/// device's generated source branches on its own definitions of them.
+template <class X> inline constexpr bool is_integral = std::is_integral_v<X>;
+template <class X> inline constexpr bool is_signed = std::is_signed_v<X>;
+
+/// An operation with no value on these operands (an integer division by zero): a value_error
+/// with `message` here; a device that cannot throw in its loops records it and reports it when
+/// the loop is done.
+template <class X> X invalid(const char* message) { throw value_error(message); }
 
 /// The operations on values of type X (a number here; a device specialises it for its vectors).
 template <class X> struct lowering {

@@ -5,6 +5,7 @@
 /// C++ numbers adopt the tensor's dtype (`x * 2` on float32 multiplies by 2.f); tensors of two
 /// dtypes do not mix: convert one with `ctflow::cast<T>`.
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -83,12 +84,15 @@ template <class L, class R> concept failed_operands =
 namespace ops {
 
 // Functors run on compute types (float for bfloat16/float16) and on a device's vectors alike,
-// through the math layer (core/math.hpp).
+// through the math layer (core/math.hpp). Each also carries its body as text (`source`): a device
+// that generates its kernels (the GPU's) compiles that same body against its own math layer, so a
+// functor's arithmetic is written once. A body names only `math::`, X and its operands.
 
 #define CTFLOW_UNARY_FUNCTOR(NAME, RESULT, PACKET, ...)                          \
   struct NAME##_fn {                                                             \
     template <class T> using result = detail::RESULT<T>;                         \
     template <class T> static constexpr bool packet_ok = detail::PACKET<T>;      \
+    static constexpr const char* source = #__VA_ARGS__;                          \
     template <class X> X operator()(const X& x) const { __VA_ARGS__ }            \
   }
 
@@ -128,12 +132,23 @@ CTFLOW_UNARY_FUNCTOR(stop_gradient, keep_dtype, any_packet, return x;);
 
 #undef CTFLOW_UNARY_FUNCTOR
 
+// A functor with parameters names them for generated source (`source_members`, doubles) and
+// gives their values (`source_values()`).
+#define CTFLOW_STRINGIFY_(...) #__VA_ARGS__
+#define CTFLOW_STRINGIFY(...) CTFLOW_STRINGIFY_(__VA_ARGS__)
+#define CTFLOW_LEAKY_RELU_BODY return math::select(x > X(0), x, X(x * X(alpha)));
 struct leaky_relu_fn {
   template <class T> using result = T;
   template <class T> static constexpr bool packet_ok = std::is_floating_point_v<T>;
+  static constexpr const char* source = CTFLOW_STRINGIFY(CTFLOW_LEAKY_RELU_BODY);
+  static constexpr std::array<const char*, 1> source_members{"alpha"};
   double alpha;
-  template <class X> X operator()(const X& x) const { return math::select(x > X(0), x, X(x * X(alpha))); }
+  std::array<double, 1> source_values() const { return {alpha}; }
+  template <class X> X operator()(const X& x) const { CTFLOW_LEAKY_RELU_BODY }
 };
+#undef CTFLOW_LEAKY_RELU_BODY
+#undef CTFLOW_STRINGIFY
+#undef CTFLOW_STRINGIFY_
 
 template <class To> struct cast_fn {
   template <class T> using result = To;
@@ -141,6 +156,8 @@ template <class To> struct cast_fn {
   template <class X> compute_t<To> operator()(const X& x) const {
     using C = compute_t<To>;
     if constexpr (std::is_same_v<To, bool>) return x != X(0);
+    // To a 16-bit float: rounded to it, as stored, though the value goes on in float.
+    else if constexpr (!std::is_same_v<To, C>) return C(To(C(x)));
     else if constexpr (std::is_integral_v<C> && std::is_floating_point_v<X>) {
       // Truncate toward zero as TensorFlow does; NaN gives 0 and the range saturates (never UB).
       if (!(x == x)) return C(0);
@@ -156,6 +173,7 @@ template <class To> struct cast_fn {
     static constexpr const char* name = "ctflow::" #NAME;                        \
     template <class T> using result = detail::RESULT<T>;                         \
     template <class T> static constexpr bool packet_ok = detail::PACKET<T>;      \
+    static constexpr const char* source = #__VA_ARGS__;                          \
     template <class X> auto operator()(const X& a, const X& b) const { __VA_ARGS__ } \
   }
 
@@ -173,15 +191,15 @@ CTFLOW_BINARY_FUNCTOR(greater_equal, to_bool, any_packet, return a >= b;);
 CTFLOW_BINARY_FUNCTOR(logical_and, to_bool, float_packet, return bool(a) && bool(b););
 CTFLOW_BINARY_FUNCTOR(logical_or, to_bool, float_packet, return bool(a) || bool(b););
 CTFLOW_BINARY_FUNCTOR(divide, keep_dtype, float_packet,
-                      if constexpr (std::is_integral_v<X>) {
+                      if constexpr (math::is_integral<X>) {
                         // C++ truncating division; a zero divisor is an error, never a crash.
-                        if (b == X(0)) throw value_error("ctflow::divide: integer division by zero");
-                        if constexpr (std::is_signed_v<X>) if (b == X(-1)) return X(-a);
+                        if (b == X(0)) return math::invalid<X>("ctflow::divide: integer division by zero");
+                        if constexpr (math::is_signed<X>) if (b == X(-1)) return X(-a);
                       }
                       return X(a / b););
 CTFLOW_BINARY_FUNCTOR(pow, keep_dtype, float_packet,
-                      if constexpr (std::is_integral_v<X>) {
-                        if (b < X(0)) throw value_error("ctflow::pow: integers cannot be raised to negative powers");
+                      if constexpr (math::is_integral<X>) {
+                        if (b < X(0)) return math::invalid<X>("ctflow::pow: integers cannot be raised to negative powers");
                         X r(1), base = a;
                         for (auto e = b; e; e = X(e >> 1), base = X(base * base)) if (e & 1) r = X(r * base);
                         return r;
@@ -246,7 +264,8 @@ template <Expression E> auto logical_not(E&& e) {
 }
 
 /// @brief tf.cast: converts each element to To (floating to integer truncates toward zero and
-/// saturates; anything to bool is `!= 0`).
+/// saturates; anything to bool is `!= 0`; to bfloat16 and float16 rounds to nearest even, also
+/// where the result is used at once: `cast<float>(cast<float16>(x))`).
 template <DType To, Expression E> auto cast(E&& e) {
   if constexpr (std::is_same_v<To, value_t<E>>) return std::remove_cvref_t<E>(std::forward<E>(e));
   else return expr::Unary<ops::cast_fn<To>, E>{{}, std::forward<E>(e)};

@@ -20,36 +20,26 @@ inline constexpr keepdims_t keepdims{};
 
 namespace ops {
 
-template <class V> struct sum_op {
-  static constexpr bool vectorizable = true;
-  static V identity() { return V(0); }
-  template <class X> X operator()(const X& a, const X& b) const { return X(a + b); }
-};
-template <class V> struct prod_op {
-  static constexpr bool vectorizable = true;
-  static V identity() { return V(1); }
-  template <class X> X operator()(const X& a, const X& b) const { return X(a * b); }
-};
-template <class V> struct max_op {
-  static constexpr bool vectorizable = true;
-  static V identity() { return std::numeric_limits<V>::has_infinity ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::lowest(); }
-  template <class X> X operator()(const X& a, const X& b) const { return math::max(a, b); }
-};
-template <class V> struct min_op {
-  static constexpr bool vectorizable = true;
-  static V identity() { return std::numeric_limits<V>::has_infinity ? std::numeric_limits<V>::infinity() : std::numeric_limits<V>::max(); }
-  template <class X> X operator()(const X& a, const X& b) const { return math::min(a, b); }
-};
-template <class V> struct any_op {
-  static constexpr bool vectorizable = false;
-  static V identity() { return false; }
-  V operator()(V a, V b) const { return a || b; }
-};
-template <class V> struct all_op {
-  static constexpr bool vectorizable = false;
-  static V identity() { return true; }
-  V operator()(V a, V b) const { return a && b; }
-};
+// A reduction's combine, written once: as code for the host and as text (`source`) for devices
+// that generate their kernels (backend/cuda/codegen.hpp), as element-wise functors are.
+#define CTFLOW_REDUCER(NAME, VECTORIZABLE, IDENTITY, ...)                                 \
+  template <class V> struct NAME##_op {                                                   \
+    static constexpr bool vectorizable = VECTORIZABLE;                                    \
+    static constexpr const char* source = #__VA_ARGS__;                                   \
+    static V identity() { return IDENTITY; }                                              \
+    template <class X> X operator()(const X& a, const X& b) const { __VA_ARGS__ }         \
+  }
+
+CTFLOW_REDUCER(sum, true, V(0), return X(a + b););
+CTFLOW_REDUCER(prod, true, V(1), return X(a * b););
+CTFLOW_REDUCER(max, true, std::numeric_limits<V>::has_infinity ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::lowest(),
+               return math::max(a, b););
+CTFLOW_REDUCER(min, true, std::numeric_limits<V>::has_infinity ? std::numeric_limits<V>::infinity() : std::numeric_limits<V>::max(),
+               return math::min(a, b););
+CTFLOW_REDUCER(any, false, false, return X(a || b););
+CTFLOW_REDUCER(all, false, true, return X(a && b););
+
+#undef CTFLOW_REDUCER
 
 /// Which axes of a rank-R input a reduction names (none named: all).
 template <int R, int... Axes> struct axis_set {

@@ -71,7 +71,8 @@ struct gate_fn {
   static constexpr const char* name = "ctflow::grad";
   template <class T> using result = T;
   template <class T> static constexpr bool packet_ok = std::is_floating_point_v<T>;
-  template <class X> X operator()(const X& a, const X& flag) const { return math::select(flag != X(0), a, X(0)); }
+  static constexpr const char* source = "return math::select(b != X(0), a, X(0));";  // b: the flag
+  template <class X> X operator()(const X& a, const X& b) const { return math::select(b != X(0), a, X(0)); }
 };
 
 template <class G> auto gate(const G& g, bool on) {
