@@ -2,8 +2,9 @@
 # (.hpp, .ipp) under include/ctflow/: only the backends (backend/) name a backend's namespace or
 # declare into it; besides them, only the umbrella headers (ctflow.hpp, data.hpp, io.hpp,
 # keras.hpp), whose job is to include everything, and the compiled parts (compiled/), which
-# compile the backends' instances, include a backend header; xsimd appears only under
-# backend/cpu/. Comment lines are not read. Fails naming every offending line.
+# compile the backends' instances, include a backend header; a backend includes no other
+# backend's headers; xsimd appears only under backend/cpu/. Comment lines are not read. Fails
+# naming every offending line.
 set(bad "")
 file(GLOB_RECURSE all RELATIVE ${INCLUDE} ${INCLUDE}/ctflow/*.hpp ${INCLUDE}/ctflow/*.ipp)
 set(umbrellas ctflow/ctflow.hpp ctflow/data.hpp ctflow/io.hpp ctflow/keras.hpp)
@@ -25,6 +26,13 @@ foreach(h ${all})
       endif()
       if(line MATCHES "#include.*ctflow/backend/" AND is_umbrella EQUAL -1 AND in_compiled EQUAL -1)
         string(APPEND bad "${h}:${n}: a backend included by a device-independent file: ${line}\n")
+      endif()
+    endif()
+    if(NOT in_backend EQUAL -1 AND line MATCHES "#include.*ctflow/backend/([a-z]+)/")
+      set(included ${CMAKE_MATCH_1})
+      string(REGEX MATCH "ctflow/backend/([a-z]+)/" own "${h}")
+      if(NOT "${CMAKE_MATCH_1}" STREQUAL "${included}")
+        string(APPEND bad "${h}:${n}: another backend's header included: ${line}\n")
       endif()
     endif()
     if(in_cpu EQUAL -1 AND line MATCHES "xsimd")

@@ -10,6 +10,7 @@
 /// names one.
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 
 #include <ctflow/core/errors.hpp>
@@ -18,6 +19,7 @@ namespace ctflow {
 
 namespace detail {
 template <class T, bool Cached> class buffer;
+template <class T, class D> class device_buffer;
 }  // namespace detail
 
 /// @brief The CPU: SIMD loops (xsimd) split over a thread pool; memory from a cache of freed
@@ -35,6 +37,27 @@ struct reference {
   static constexpr const char* name = "reference:0";
   static constexpr detail::fixed_string tag{"reference"};
   template <class T> using buffer = detail::buffer<T, false>;
+};
+
+/// @brief An NVIDIA GPU (under way): element-wise expressions and reductions become CUDA C++
+/// kernels, compiled by NVRTC for the running GPU; its tensors keep their elements in device
+/// memory. Its members are defined by `<ctflow/backend/cuda/cuda.hpp>`, which a program using the
+/// GPU includes.
+struct cuda {
+  static constexpr const char* name = "GPU:0";
+  static constexpr detail::fixed_string tag{"cuda"};
+  template <class T> using buffer = detail::device_buffer<T, cuda>;
+  /// @brief Device memory of `bytes` (from the device's caching allocator), and its return.
+  static inline void* allocate(std::size_t bytes);
+  static inline void release(void* p);
+  /// @brief Sets device memory to zero; copies within the device, from the host, to the host.
+  static inline void zero(void* p, std::size_t bytes);
+  static inline void copy_on_device(void* dst, const void* src, std::size_t bytes);
+  static inline void copy_from_host(void* dst, const void* src, std::size_t bytes);
+  static inline void copy_to_host(void* dst, const void* src, std::size_t bytes);
+  /// @brief The CUDA C++ source of the kernel that evaluates expression e (one per expression
+  /// type: its extents, strides and numbers are the kernel's arguments).
+  template <class E> static std::string kernel_source(const E& e);
 };
 
 /// @brief The device of a number in an expression (`x * 2.f`): it takes its operands' device.

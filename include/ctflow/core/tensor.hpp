@@ -156,14 +156,15 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   const dims_t<std::size_t(rank)>& dims() const { return dims_; }
   /// @brief The extents, as TensorFlow's `shape`.
   const dims_t<std::size_t(rank)>& shape() const { return dims_; }
-  /// @brief Element strides (row-major); the elements as an iterator range and as a span.
+  /// @brief Element strides (row-major); the elements as an iterator range and as a span (on a
+  /// device whose memory the host reads).
   std::array<std::ptrdiff_t, std::size_t(rank)> strides() const { return row_major_strides(dims_); }
-  T* begin() { return data(); }
-  T* end() { return data() + size(); }
-  const T* begin() const { return data(); }
-  const T* end() const { return data() + size(); }
-  std::span<T> flat() { return {data(), size()}; }
-  std::span<const T> flat() const { return {data(), size()}; }
+  T* begin() requires host_device_v<D> { return data(); }
+  T* end() requires host_device_v<D> { return data() + size(); }
+  const T* begin() const requires host_device_v<D> { return data(); }
+  const T* end() const requires host_device_v<D> { return data() + size(); }
+  std::span<T> flat() requires host_device_v<D> { return {data(), size()}; }
+  std::span<const T> flat() const requires host_device_v<D> { return {data(), size()}; }
 
   /// @brief The same elements as a tensor of shape S2 and extents d, taking this tensor's memory
   /// (a reshape of a value about to be dropped, with no copy): `std::move(t).reshaped<S2>(d)`.
@@ -175,16 +176,21 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
     return Tensor<T, S2, D>(d, std::move(buf_));
   }
 
-  /// @brief The element at the given indices (unchecked).
-  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  /// @brief The element at the given indices (unchecked); on a device whose memory the host does
+  /// not read (the GPU), a copy of it.
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   T& operator()(I... i) { return buf_.data()[offset({std::size_t(i)...})]; }
-  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   const T& operator()(I... i) const { return buf_.data()[offset({std::size_t(i)...})]; }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D>)
+  T operator()(I... i) const { return element(offset({std::size_t(i)...})); }
   /// @brief The element at the given indices; value_error when one is out of range.
-  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   T& at(I... i) { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
-  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   const T& at(I... i) const { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D>)
+  T at(I... i) const { return element(checked_offset({std::int64_t(i)...})); }
   /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
   value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
@@ -198,6 +204,11 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   static const dims_t<std::size_t(rank)>& checked(const dims_t<std::size_t(rank)>& d) {
     if (!matches_static<S>(d)) throw_shape_error("ctflow::Tensor", "shapes differ", S::extents, d);
     return d;
+  }
+  T element(std::size_t i) const {
+    T v;
+    D::copy_to_host(&v, buf_.data() + i, sizeof(T));
+    return v;
   }
   std::size_t offset(const dims_t<std::size_t(rank)>& idx) const {
     std::size_t o = 0;
@@ -378,10 +389,14 @@ template <class To, Expression E> auto to(const E& e) {
   if constexpr (std::is_same_v<From, To>) {
     return eval(e);
   } else {
-    static_assert(host_device_v<From> && host_device_v<To>, "ctflow::to: no copy between these devices");
+    static_assert(host_device_v<From> || host_device_v<To>, "ctflow::to: no copy between these devices");
     const auto v = eval(e);
-    Tensor<value_t<E>, shape_t<E>, To> t(v.dims());
-    if (v.size()) std::memcpy(static_cast<void*>(t.data()), v.data(), v.size() * sizeof(value_t<E>));
+    Tensor<value_t<E>, shape_t<E>, To> t(v.dims(), uninitialized);
+    const std::size_t bytes = v.size() * sizeof(value_t<E>);
+    if (!bytes) return t;
+    if constexpr (host_device_v<From> && host_device_v<To>) std::memcpy(static_cast<void*>(t.data()), v.data(), bytes);
+    else if constexpr (host_device_v<From>) To::copy_from_host(t.data(), v.data(), bytes);
+    else From::copy_to_host(t.data(), v.data(), bytes);
     return t;
   }
 }
@@ -394,7 +409,8 @@ template <Expression E> requires(shape_t<E>::rank == 0) value_t<E> item(const E&
 
 /// @brief Prints like TensorFlow's str(tensor), summarised past 1000 elements.
 template <class T, class S, class D> std::ostream& operator<<(std::ostream& os, const Tensor<T, S, D>& t) {
-  return os << detail::tensor_string(t.data(), t.dims());
+  if constexpr (host_device_v<D>) return os << detail::tensor_string(t.data(), t.dims());
+  else return os << to<cpu>(t);
 }
 
 }  // namespace ctflow

@@ -175,4 +175,36 @@ template <class T, bool Cached = true> class buffer {
   std::size_t cap_ = 0;  // the block's bytes, as its allocator reported them
 };
 
+/// n elements of T in the memory of device D, which the host does not read: D gives it
+/// (`D::allocate(bytes)`, `D::release(p)`), zeroes it (`D::zero`) and copies it
+/// (`D::copy_on_device`). The GPU's tensors keep their elements so.
+template <class T, class D> class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t n, bool zero = true) : n_(n) {
+    if (!n) return;
+    p_ = static_cast<T*>(D::allocate(n * sizeof(T)));
+    if (zero) D::zero(p_, n * sizeof(T));
+  }
+  device_buffer(const device_buffer& o) : device_buffer(o.n_, false) {
+    if (n_) D::copy_on_device(p_, o.p_, n_ * sizeof(T));
+  }
+  device_buffer(device_buffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  device_buffer& operator=(device_buffer o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~device_buffer() {
+    if (p_) D::release(p_);
+  }
+
+  T* data() const { return p_; }
+  std::size_t size() const { return n_; }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
 }  // namespace ctflow::detail

@@ -26,7 +26,27 @@ struct driver_api {
   result (*cuDeviceGetAttribute)(int* value, int attribute, int device);
   result (*cuDeviceTotalMem)(std::size_t* bytes, int device);
   result (*cuGetErrorString)(result error, const char** text);
+  // The device's use of a GPU (runtime.hpp): its context, memory, copies, modules and launches.
+  // CUdeviceptr is an unsigned long long; contexts, modules, functions and streams are pointers.
+  result (*cuDevicePrimaryCtxRetain)(void** context, int device);
+  result (*cuDevicePrimaryCtxRelease)(int device);
+  result (*cuCtxSetCurrent)(void* context);
+  result (*cuCtxSynchronize)();
+  result (*cuMemAlloc)(unsigned long long* p, std::size_t bytes);
+  result (*cuMemFree)(unsigned long long p);
+  result (*cuMemcpyHtoD)(unsigned long long dst, const void* src, std::size_t bytes);
+  result (*cuMemcpyDtoH)(void* dst, unsigned long long src, std::size_t bytes);
+  result (*cuMemcpyDtoD)(unsigned long long dst, unsigned long long src, std::size_t bytes);
+  result (*cuMemsetD8)(unsigned long long p, unsigned char value, std::size_t count);
+  result (*cuModuleLoadData)(void** module, const void* image);
+  result (*cuModuleUnload)(void* module);
+  result (*cuModuleGetFunction)(void** function, void* module, const char* name);
+  result (*cuModuleGetGlobal)(unsigned long long* p, std::size_t* bytes, void* module, const char* name);
+  result (*cuLaunchKernel)(void* function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,
+                           unsigned block_z, unsigned shared_bytes, void* stream, void** params, void** extra);
   static constexpr int compute_capability_major = 75, compute_capability_minor = 76;  // CUdevice_attribute
+  static constexpr int multiprocessor_count = 16;                                     // CUdevice_attribute
+  static constexpr result out_of_memory = 2;                                          // CUDA_ERROR_OUT_OF_MEMORY
   static constexpr result no_device = 100;                                            // CUDA_ERROR_NO_DEVICE
 
   /// @brief The driver's name for error r ("CUDA_ERROR_NO_DEVICE: no CUDA-capable device is
@@ -54,6 +74,21 @@ inline const lazy_api<driver_api>& driver_library() {
     api.cuDeviceGetName = l.function<decltype(api.cuDeviceGetName)>("cuDeviceGetName");
     api.cuDeviceGetAttribute = l.function<decltype(api.cuDeviceGetAttribute)>("cuDeviceGetAttribute");
     api.cuDeviceTotalMem = l.function<decltype(api.cuDeviceTotalMem)>("cuDeviceTotalMem_v2");
+    api.cuDevicePrimaryCtxRetain = l.function<decltype(api.cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
+    api.cuDevicePrimaryCtxRelease = l.function<decltype(api.cuDevicePrimaryCtxRelease)>("cuDevicePrimaryCtxRelease_v2");
+    api.cuCtxSetCurrent = l.function<decltype(api.cuCtxSetCurrent)>("cuCtxSetCurrent");
+    api.cuCtxSynchronize = l.function<decltype(api.cuCtxSynchronize)>("cuCtxSynchronize");
+    api.cuMemAlloc = l.function<decltype(api.cuMemAlloc)>("cuMemAlloc_v2");
+    api.cuMemFree = l.function<decltype(api.cuMemFree)>("cuMemFree_v2");
+    api.cuMemcpyHtoD = l.function<decltype(api.cuMemcpyHtoD)>("cuMemcpyHtoD_v2");
+    api.cuMemcpyDtoH = l.function<decltype(api.cuMemcpyDtoH)>("cuMemcpyDtoH_v2");
+    api.cuMemcpyDtoD = l.function<decltype(api.cuMemcpyDtoD)>("cuMemcpyDtoD_v2");
+    api.cuMemsetD8 = l.function<decltype(api.cuMemsetD8)>("cuMemsetD8_v2");
+    api.cuModuleLoadData = l.function<decltype(api.cuModuleLoadData)>("cuModuleLoadData");
+    api.cuModuleUnload = l.function<decltype(api.cuModuleUnload)>("cuModuleUnload");
+    api.cuModuleGetFunction = l.function<decltype(api.cuModuleGetFunction)>("cuModuleGetFunction");
+    api.cuModuleGetGlobal = l.function<decltype(api.cuModuleGetGlobal)>("cuModuleGetGlobal_v2");
+    api.cuLaunchKernel = l.function<decltype(api.cuLaunchKernel)>("cuLaunchKernel");
     if (const auto r = api.cuInit(0); r != 0)
       throw device_error("ctflow::cuda: the CUDA driver (" + l.path() + ") does not start (cuInit: " + api.message(r) +
                          (r == driver_api::no_device ? "; CUDA_VISIBLE_DEVICES may hide every GPU" : "") + ")");

@@ -1,0 +1,247 @@
+#pragma once
+/// @file
+/// @brief The cuda device's executor: an expression assigned to device memory runs as generated
+/// kernels (codegen.hpp) on the device's runtime (runtime.hpp). The element-wise part of the
+/// expression is one kernel; a reduction is one kernel with its operand fused in; a view over a
+/// tensor reads the tensor's memory through the view's strides; a view over anything else, and a
+/// reduction inside an element-wise expression, are evaluated first into device temporaries,
+/// given back when the assignment is done.
+///
+/// A matmul runs through cuBLASLt (runtime.hpp): batched with strides where each operand's batch
+/// is the product's or one matrix, else one product per batch element. The other boundary ops
+/// (convolutions, gathers, ...) do not run on the GPU yet: assigning one is a compile error naming
+/// it.
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <ctflow/backend/cuda/codegen.hpp>
+#include <ctflow/backend/cuda/runtime.hpp>
+#include <ctflow/core/device.hpp>
+#include <ctflow/detail/buffer.hpp>
+#include <ctflow/expr/computed.hpp>
+#include <ctflow/expr/elementwise.hpp>
+#include <ctflow/expr/node.hpp>
+#include <ctflow/expr/strided.hpp>
+#include <ctflow/ops/linalg.hpp>
+
+namespace ctflow::backend::cuda {
+
+/// Whether op K is a matmul, and its transposes; whether node N is one.
+template <class K> struct matmul_of : std::false_type {};
+template <class T, class SA, class SB, bool TA, bool TB> struct matmul_of<ops::matmul_op<T, SA, SB, TA, TB>> : std::true_type {
+  static constexpr bool transpose_a = TA, transpose_b = TB;
+};
+template <class N> struct is_matmul : std::false_type {};
+template <class K, class A, class B> struct is_matmul<expr::Computed<K, A, B>> : std::bool_constant<matmul_of<K>::value> {};
+
+/// The first node of N that the device cannot run (void: none).
+template <class N> struct unsupported {
+  using type = void;
+};
+template <class F, class E> struct unsupported<expr::Unary<F, E>> : unsupported<std::remove_cvref_t<E>> {};
+template <class F, class L, class R> struct unsupported<expr::Binary<F, L, R>> {
+  using l = typename unsupported<std::remove_cvref_t<L>>::type;
+  using type = std::conditional_t<std::is_void_v<l>, typename unsupported<std::remove_cvref_t<R>>::type, l>;
+};
+template <class C, class A, class B> struct unsupported<expr::Select<C, A, B>> {
+  using c = typename unsupported<std::remove_cvref_t<C>>::type;
+  using a = typename unsupported<std::remove_cvref_t<A>>::type;
+  using type = std::conditional_t<!std::is_void_v<c>, c, std::conditional_t<!std::is_void_v<a>, a, typename unsupported<std::remove_cvref_t<B>>::type>>;
+};
+template <class E, class S, class M> struct unsupported<expr::Strided<E, S, M>> : unsupported<std::remove_cvref_t<E>> {};
+template <class K, class... Ops> struct unsupported<expr::Computed<K, Ops...>> {
+  using type = K;
+};
+template <class K, class E> requires detail::generated_reduction<expr::Computed<K, E>>::value
+struct unsupported<expr::Computed<K, E>> : unsupported<std::remove_cvref_t<E>> {};
+template <class K, class A, class B> requires matmul_of<K>::value
+struct unsupported<expr::Computed<K, A, B>> {
+  using a = typename unsupported<std::remove_cvref_t<A>>::type;
+  using type = std::conditional_t<std::is_void_v<a>, typename unsupported<std::remove_cvref_t<B>>::type, a>;
+};
+
+template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>& d, const E& e);
+template <class T, std::size_t R, class E> void evaluate_generated(T* out, const dims_t<R>& d, const E& e);
+
+
+template <class N> struct is_view : std::false_type {};
+template <class E, class S, class M> struct is_view<expr::Strided<E, S, M>> : std::true_type {};
+
+/// Device memory an evaluation needs for a while: its inputs' values.
+class temporaries {
+ public:
+  template <class T> T* make(std::size_t n) {
+    held_.emplace_back(n * sizeof(T), false);
+    return reinterpret_cast<T*>(held_.back().data());
+  }
+
+ private:
+  std::vector<ctflow::detail::device_buffer<unsigned char, ctflow::cuda>> held_;
+};
+
+/// The value of input node n in device memory, as a view: a tensor's own memory; a view's
+/// mapping of its operand's (evaluated first where the operand is not a tensor, or where the
+/// mapping needs it contiguous); a reduction's result.
+template <class N> auto device_view(const N& n, temporaries& keep) {
+  using T = value_t<N>;
+  constexpr std::size_t R = std::size_t(rank_v<N>);
+  if constexpr (is_leaf_v<N>) {
+    return expr::strided_view<T, R>{n.data(), n.dims(), n.strides()};
+  } else if constexpr (is_view<N>::value) {
+    using E = std::remove_cvref_t<decltype(n.e)>;
+    constexpr std::size_t RE = std::size_t(rank_v<E>);
+    auto evaluated = [&] {
+      const auto d = n.e.dims();
+      value_t<E>* p = keep.make<value_t<E>>(product(d));
+      evaluate(p, d, n.e);
+      return expr::strided_view<value_t<E>, RE>{p, d, row_major_strides(d)};
+    };
+    expr::strided_view<T, R> v;
+    if constexpr (is_leaf_v<E>) {
+      if (n.m.map(device_view(n.e, keep), v)) return v;
+    }
+    n.m.map(evaluated(), v);
+    return v;
+  } else {
+    const auto d = n.dims();
+    T* p = keep.make<T>(product(d));
+    evaluate(p, d, n);
+    return expr::strided_view<T, R>{p, d, row_major_strides(d)};
+  }
+}
+
+/// The value of node n in dense row-major device memory: its own where it is so, else evaluated.
+template <class N> auto dense_view(const N& n, temporaries& keep) {
+  auto v = device_view(n, keep);
+  if (v.contiguous()) return v;
+  const auto d = n.dims();
+  value_t<N>* p = keep.make<value_t<N>>(product(d));
+  evaluate(p, d, n);
+  return decltype(v){p, d, row_major_strides(d)};
+}
+
+/// The offset, in matrices, of the matrix of an operand with batch extents `own` that the
+/// product's batch element i (of batch extents `all`) reads (its axes aligned right, those of
+/// extent 1 broadcast).
+template <std::size_t RO, std::size_t RA>
+std::size_t batch_offset(std::size_t i, const std::array<std::size_t, RO>& all, const std::array<std::size_t, RA>& own) {
+  std::size_t offset = 0, scale = 1;
+  for (std::size_t k = RO; k-- > 0;) {
+    const std::size_t index = i % all[k];
+    i /= all[k];
+    if (k + RA >= RO) {
+      const std::size_t extent = own[k + RA - RO];
+      if (extent != 1) offset += index * scale;
+      scale *= extent;
+    }
+  }
+  return offset;
+}
+
+/// A matmul node into out (extents d): one batched product where each operand's batch is the
+/// product's or one matrix, else one product per batch element.
+template <class T, std::size_t R, class N> void run_matmul(T* out, const dims_t<R>& d, const N& n) {
+  using K = typename N::op_type;
+  runtime& rt = device_state::instance().rt();
+  temporaries keep;
+  const auto a = dense_view(std::get<0>(n.ops), keep);
+  const auto b = dense_view(std::get<1>(n.ops), keep);
+  constexpr std::size_t RA = std::tuple_size_v<decltype(a.dims)>, RB = std::tuple_size_v<decltype(b.dims)>;
+  matmul_problem p;
+  p.dtype = matmul_problem::type_of<T>();
+  p.transpose_a = matmul_of<K>::transpose_a;
+  p.transpose_b = matmul_of<K>::transpose_b;
+  p.m = d[R - 2];
+  p.n = d[R - 1];
+  p.k = p.transpose_a ? a.dims[RA - 2] : a.dims[RA - 1];
+  if (p.m * p.n == 0) return;
+  if (p.k == 0) return rt.zero(out, product(d) * sizeof(T));
+  std::array<std::size_t, R - 2> all{};
+  std::array<std::size_t, RA - 2> own_a{};
+  std::array<std::size_t, RB - 2> own_b{};
+  std::copy_n(d.begin(), R - 2, all.begin());
+  std::copy_n(a.dims.begin(), RA - 2, own_a.begin());
+  std::copy_n(b.dims.begin(), RB - 2, own_b.begin());
+  const std::size_t batch = product(all), a_matrix = p.m * p.k, b_matrix = p.k * p.n;
+  // A stride per operand: its matrices one after the other, or one matrix for every element.
+  auto stride_of = [&](const auto& own, std::size_t matrix) -> std::int64_t {
+    if (product(own) == 1) return 0;
+    if (product(own) == batch && std::equal(own.begin(), own.end(), all.end() - own.size())) return std::int64_t(matrix);
+    return -1;
+  };
+  p.a_batch_stride = stride_of(own_a, a_matrix);
+  p.b_batch_stride = stride_of(own_b, b_matrix);
+  if (p.a_batch_stride >= 0 && p.b_batch_stride >= 0) {
+    p.batch = batch;
+    return rt.matmul(p, a.data, b.data, out, nullptr);
+  }
+  p.a_batch_stride = p.b_batch_stride = 0;
+  for (std::size_t i = 0; i < batch; ++i)
+    rt.matmul(p, a.data + batch_offset(i, all, own_a) * a_matrix, b.data + batch_offset(i, all, own_b) * b_matrix, out + i * p.m * p.n, nullptr);
+}
+
+/// Assigns e (of extents d) into the device memory at out: a matmul through cuBLASLt, anything
+/// else one generated kernel, its inputs evaluated first where they must be.
+template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>& d, const E& e) {
+  using N = std::remove_cvref_t<E>;
+  if constexpr (is_matmul<N>::value) {
+    run_matmul(out, d, e);
+  } else {
+    evaluate_generated(out, d, e);
+  }
+}
+
+/// The generated kernel of e into out.
+template <class T, std::size_t R, class E> void evaluate_generated(T* out, const dims_t<R>& d, const E& e) {
+  using N = std::remove_cvref_t<E>;
+  temporaries keep;
+  const kernel_launch l = launch_for(out, d, e, [&](const auto& node) { return device_view(node, keep); });
+  if (l.items == 0) return;
+  runtime& rt = device_state::instance().rt();
+  constexpr unsigned block = 256;
+  const std::size_t most = std::size_t(32) * std::max(1u, rt.multiprocessors());
+  const std::size_t blocks = l.per_block ? l.items : (l.items + block - 1) / block;
+  const generated_kernel& k = kernel_for<N>();
+  if (rt.launch(k, l.entry, l.args, unsigned(std::min(blocks, most)), block) != 0) {
+    std::string what;
+    for (const auto& f : k.failures) what += (what.empty() ? "" : "; or ") + f;
+    throw value_error(what.empty() ? "ctflow::cuda: a generated kernel reported an operation with no value" : what);
+  }
+}
+
+}  // namespace ctflow::backend::cuda
+
+namespace ctflow {
+
+template <> struct executor<cuda> {
+  /// Evaluates e into the device memory out of extents d (those of e).
+  template <class T, std::size_t R, class E> static void assign(T* out, const dims_t<R>& d, const E& e) {
+    using U = typename backend::cuda::unsupported<std::remove_cvref_t<E>>::type;
+    if constexpr (!std::is_void_v<U>) {
+      CTFLOW_STATIC_CHECK(std::is_void_v<U>, detail::concat(expr::op_name<U>(),
+                                                            detail::fixed_string(" does not run on the GPU yet (element-wise ops, views and "
+                                                                                 "reductions do): evaluate it on the CPU, ctflow::to<cpu>")));
+    } else {
+      backend::cuda::evaluate(out, d, e);
+    }
+  }
+};
+
+inline void* cuda::allocate(std::size_t bytes) { return backend::cuda::device_state::instance().allocator().allocate(bytes); }
+inline void cuda::release(void* p) { backend::cuda::device_state::instance().allocator().release(p); }
+inline void cuda::zero(void* p, std::size_t bytes) { backend::cuda::device_state::instance().rt().zero(p, bytes); }
+inline void cuda::copy_on_device(void* dst, const void* src, std::size_t bytes) {
+  backend::cuda::device_state::instance().rt().copy(dst, src, bytes, backend::cuda::copy_kind::device_to_device);
+}
+inline void cuda::copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  backend::cuda::device_state::instance().rt().copy(dst, src, bytes, backend::cuda::copy_kind::host_to_device);
+}
+inline void cuda::copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  backend::cuda::device_state::instance().rt().copy(dst, src, bytes, backend::cuda::copy_kind::device_to_host);
+}
+
+}  // namespace ctflow

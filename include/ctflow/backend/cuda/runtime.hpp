@@ -1,0 +1,247 @@
+#pragma once
+/// @file
+/// @brief What the cuda device runs on: a `runtime` gives device memory, copies and kernel
+/// launches. The default one is the driver's (the first GPU the process sees, in its primary
+/// context; generated kernels compiled by NVRTC for its architecture through the kernel cache);
+/// where there is no driver or no GPU, using the device is a device_error that says why. A test
+/// installs another (`use_runtime`): an emulation on host memory that runs the same generated
+/// source, compiled by the host's compiler.
+///
+/// Device memory comes from one caching allocator over the runtime's memory, so a warm step
+/// takes none from the device.
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ctflow/backend/cuda/allocator.hpp>
+#include <ctflow/backend/cuda/codegen.hpp>
+#include <ctflow/backend/cuda/cublaslt.hpp>
+#include <ctflow/backend/cuda/driver.hpp>
+#include <ctflow/backend/cuda/kernel_cache.hpp>
+
+namespace ctflow::backend::cuda {
+
+enum class copy_kind { host_to_device, device_to_host, device_to_device };
+
+/// @brief A GPU as the device uses it: memory, copies and kernels, each finished on return (one
+/// stream, in order).
+class runtime : public memory_source {
+ public:
+  /// @brief Copies `bytes` from src to dst (host or device memory, as `kind` says).
+  virtual void copy(void* dst, const void* src, std::size_t bytes, copy_kind kind) = 0;
+  /// @brief Sets `bytes` of device memory at p to zero.
+  virtual void zero(void* p, std::size_t bytes) = 0;
+  /// @brief Runs entry point `entry` of kernel k with argument struct `args` over `grid` blocks of
+  /// `block` threads, to its end; the status the kernel set (0: every operation had a value).
+  virtual int launch(const generated_kernel& k, const std::string& entry, const std::vector<unsigned char>& args, unsigned grid,
+                     unsigned block) = 0;
+  /// @brief The matmul p of device memory a and b into d (bias: N elements for its epilogue, or
+  /// null), to its end.
+  virtual void matmul(const matmul_problem& p, const void* a, const void* b, void* d, const void* bias) = 0;
+  /// @brief The GPU's streaming multiprocessors (launches size their grids by them).
+  virtual unsigned multiprocessors() const = 0;
+};
+
+/// The device's allocator (device_state's, below): where a runtime's temporaries come from.
+inline caching_allocator& device_state_allocator();
+
+/// @brief The driver's runtime: GPU 0 of those the process sees, in its primary context.
+class driver_runtime final : public runtime {
+ public:
+  driver_runtime() : d_(driver()) {
+    const auto gpus = devices();
+    if (gpus.empty()) throw device_error("ctflow::cuda: the CUDA driver shows no GPU (CUDA_VISIBLE_DEVICES may hide them all)");
+    properties_ = gpus.front();
+    d_.check(d_.cuDeviceGet(&device_, 0), "cuDeviceGet");
+    d_.check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+    current();
+    int sms = 0;
+    d_.check(d_.cuDeviceGetAttribute(&sms, driver_api::multiprocessor_count, device_), "cuDeviceGetAttribute");
+    multiprocessors_ = unsigned(sms);
+  }
+  ~driver_runtime() override {
+    plans_.clear();
+    if (lt_handle_) cublaslt().cublasLtDestroy(lt_handle_);
+    for (auto& [name, m] : modules_) d_.cuModuleUnload(m.module);
+    d_.cuDevicePrimaryCtxRelease(device_);
+  }
+
+  void* allocate(std::size_t bytes) override {
+    current();
+    unsigned long long p = 0;
+    const auto r = d_.cuMemAlloc(&p, bytes);
+    if (r == driver_api::out_of_memory) return nullptr;
+    d_.check(r, "cuMemAlloc");
+    return reinterpret_cast<void*>(p);
+  }
+  void release(void* p, std::size_t) override {
+    current();
+    d_.cuMemFree(reinterpret_cast<unsigned long long>(p));
+  }
+  std::string name() const override { return "GPU:0 (" + properties_.name + ", " + properties_.arch() + ")"; }
+
+  void copy(void* dst, const void* src, std::size_t bytes, copy_kind kind) override {
+    current();
+    const auto to = reinterpret_cast<unsigned long long>(dst), from = reinterpret_cast<unsigned long long>(src);
+    if (kind == copy_kind::host_to_device) d_.check(d_.cuMemcpyHtoD(to, src, bytes), "cuMemcpyHtoD");
+    else if (kind == copy_kind::device_to_host) d_.check(d_.cuMemcpyDtoH(dst, from, bytes), "cuMemcpyDtoH");
+    else d_.check(d_.cuMemcpyDtoD(to, from, bytes), "cuMemcpyDtoD");
+  }
+  void zero(void* p, std::size_t bytes) override {
+    current();
+    d_.check(d_.cuMemsetD8(reinterpret_cast<unsigned long long>(p), 0, bytes), "cuMemsetD8");
+  }
+  int launch(const generated_kernel& k, const std::string& entry, const std::vector<unsigned char>& args, unsigned grid, unsigned block) override {
+    current();
+    const loaded& m = load(k);
+    void* function = nullptr;
+    d_.check(d_.cuModuleGetFunction(&function, m.module, entry.c_str()), "cuModuleGetFunction");
+    int status = 0;
+    d_.check(d_.cuMemcpyHtoD(m.status, &status, sizeof status), "cuMemcpyHtoD");
+    void* params[] = {const_cast<unsigned char*>(args.data())};
+    d_.check(d_.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+    d_.check(d_.cuCtxSynchronize(), "a generated kernel");
+    d_.check(d_.cuMemcpyDtoH(&status, m.status, sizeof status), "cuMemcpyDtoH");
+    return status;
+  }
+  unsigned multiprocessors() const override { return multiprocessors_; }
+
+  // cuBLASLt with one algorithm per problem, chosen once by its heuristic (so results repeat),
+  // and its workspace from the device's allocator.
+  void matmul(const matmul_problem& p, const void* a, const void* b, void* d, const void* bias) override;
+
+ private:
+  struct loaded {
+    void* module = nullptr;
+    unsigned long long status = 0;  // the kernel's status word
+  };
+  // The context is the calling thread's: every call makes it current first.
+  void current() const { d_.check(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+  const loaded& load(const generated_kernel& k) {
+    const std::lock_guard lock(m_);
+    if (auto it = modules_.find(k.name); it != modules_.end()) return it->second;
+    const std::vector<char>& binary = kernel_cache::instance().binary(k.source, k.name + ".cu", properties_.arch());
+    loaded m;
+    d_.check(d_.cuModuleLoadData(&m.module, binary.data()), "cuModuleLoadData");
+    std::size_t bytes = 0;
+    d_.check(d_.cuModuleGetGlobal(&m.status, &bytes, m.module, (k.name + "_status").c_str()), "cuModuleGetGlobal");
+    return modules_.emplace(k.name, m).first->second;
+  }
+
+  struct plan {
+    std::unique_ptr<matmul_descriptors> descriptors;
+    lt_algorithm algorithm{};
+    std::size_t workspace = 0;
+  };
+  const plan& plan_for(const matmul_problem& p);
+
+  const driver_api& d_;
+  void* lt_handle_ = nullptr;
+  std::map<matmul_problem, plan> plans_;
+  device_properties properties_;
+  int device_ = 0;
+  void* context_ = nullptr;
+  unsigned multiprocessors_ = 0;
+  std::mutex m_;
+  std::map<std::string, loaded> modules_;
+};
+
+/// @brief The device's runtime and the allocator of its memory, made on first use.
+class device_state {
+ public:
+  static device_state& instance() {
+    static device_state s;
+    return s;
+  }
+  /// @brief The runtime: the driver's unless one was installed; device_error (the reason kept)
+  /// where the driver has no GPU to give.
+  runtime& rt() {
+    ready();
+    return *runtime_;
+  }
+  caching_allocator& allocator() {
+    ready();
+    return *allocator_;
+  }
+  /// @brief Runs the device on r from now on (all device memory must have been released).
+  void use(std::unique_ptr<runtime> r) {
+    const std::lock_guard lock(m_);
+    allocator_.reset();
+    runtime_ = std::move(r);
+    if (runtime_) allocator_ = std::make_unique<caching_allocator>(*runtime_);
+    error_.clear();
+  }
+
+ private:
+  void ready() {
+    const std::lock_guard lock(m_);
+    if (runtime_) return;
+    if (!error_.empty()) throw device_error(error_);
+    try {
+      runtime_ = std::make_unique<driver_runtime>();
+    } catch (const device_error& e) {
+      error_ = e.what();
+      throw;
+    }
+    allocator_ = std::make_unique<caching_allocator>(*runtime_);
+  }
+  std::mutex m_;
+  std::unique_ptr<runtime> runtime_;
+  std::unique_ptr<caching_allocator> allocator_;  // over runtime_: made after it, reset before it
+  std::string error_;
+};
+
+inline const driver_runtime::plan& driver_runtime::plan_for(const matmul_problem& p) {
+  if (auto it = plans_.find(p); it != plans_.end()) return it->second;
+  const cublaslt_api& lt = cublaslt();
+  if (!lt_handle_) lt.check(lt.cublasLtCreate(&lt_handle_), "cublasLtCreate");
+  plan out;
+  out.descriptors = std::make_unique<matmul_descriptors>(p);
+  constexpr std::size_t most_workspace = std::size_t(32) << 20;
+  void* preference = nullptr;
+  lt.check(lt.cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  lt_heuristic found{};
+  int returned = 0;
+  const auto r = lt.cublasLtMatmulPreferenceSetAttribute(preference, cublaslt_api::preference_max_workspace, &most_workspace, sizeof most_workspace);
+  const auto h = r != 0 ? r
+                        : lt.cublasLtMatmulAlgoGetHeuristic(lt_handle_, out.descriptors->op(), out.descriptors->a(), out.descriptors->b(),
+                                                            out.descriptors->c(), out.descriptors->c(), preference, 1, &found, &returned);
+  lt.cublasLtMatmulPreferenceDestroy(preference);
+  lt.check(h, "cublasLtMatmulAlgoGetHeuristic");
+  if (returned == 0) throw device_error("ctflow::cuda: cuBLASLt has no algorithm for a matmul of " + std::to_string(p.m) + " x " + std::to_string(p.k) + " by " + std::to_string(p.k) + " x " + std::to_string(p.n));
+  out.algorithm = found.algo;
+  out.workspace = found.workspace_bytes;
+  return plans_.emplace(p, std::move(out)).first->second;
+}
+
+inline void driver_runtime::matmul(const matmul_problem& p, const void* a, const void* b, void* d, const void* bias) {
+  current();
+  const std::lock_guard lock(m_);
+  const plan& pl = plan_for(p);
+  if (bias) pl.descriptors->set_bias(bias);
+  caching_allocator& memory = device_state_allocator();
+  void* workspace = memory.allocate(pl.workspace);
+  const double alpha64 = 1, beta64 = 0;
+  const float alpha32 = 1, beta32 = 0;
+  const bool dbl = p.dtype == cublaslt_api::r_64f;
+  const cublaslt_api& lt = cublaslt();
+  // cuBLASLt's A is our B, its B our A (see cublaslt.hpp).
+  const auto r = lt.cublasLtMatmul(lt_handle_, pl.descriptors->op(), dbl ? static_cast<const void*>(&alpha64) : &alpha32, b, pl.descriptors->a(), a,
+                                   pl.descriptors->b(), dbl ? static_cast<const void*>(&beta64) : &beta32, d, pl.descriptors->c(), d,
+                                   pl.descriptors->c(), &pl.algorithm, workspace, pl.workspace, nullptr);
+  const auto done = r == 0 ? d_.cuCtxSynchronize() : 0;
+  memory.release(workspace);
+  lt.check(r, "cublasLtMatmul");
+  d_.check(done, "cublasLtMatmul");
+}
+
+inline caching_allocator& device_state_allocator() { return device_state::instance().allocator(); }
+
+/// @brief Runs the cuda device on r from now on (tests: an emulation); null: the driver's again.
+inline void use_runtime(std::unique_ptr<runtime> r) { device_state::instance().use(std::move(r)); }
+
+}  // namespace ctflow::backend::cuda

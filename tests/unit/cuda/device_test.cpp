@@ -1,0 +1,177 @@
+// The cuda device as users write it, without a GPU: where there is no driver, a program's CPU
+// work runs and the GPU is a device_error saying why; on a GPU emulated on the host (its
+// kernels the generated source compiled by the host's compiler), Tensor<T, S, cuda>, to<cuda>
+// and to<cpu>, assignments of element-wise expressions, views and reductions, in-place updates,
+// element access, item(), printing, an invalid integer operation and gradients all give what the
+// cpu device gives, and a repeated step takes no memory from the device.
+#include "../devices/devices.hpp"
+
+#include <ctflow/backend/cuda/cuda.hpp>
+
+#include <memory>
+#include <sstream>
+
+#include "emulated_runtime.hpp"
+
+using namespace ctflow;
+namespace gen = ctflow::backend::cuda;
+using devices::uniform;
+
+using D3 = Shape<dyn, dyn, dyn>;
+using D2 = Shape<dyn, dyn>;
+using D1 = Shape<dyn>;
+
+namespace {
+
+/// The cuda device on an emulated GPU for the scope's length; then the driver's again.
+struct emulated_gpu {
+  emulated_runtime* gpu;
+  emulated_gpu() {
+    auto r = std::make_unique<emulated_runtime>();
+    gpu = r.get();
+    gen::use_runtime(std::move(r));
+  }
+  ~emulated_gpu() { gen::use_runtime(nullptr); }
+};
+
+/// A device tensor's values, copied back, against the cpu device's.
+template <class G, class C> void require_equal(const G& on_gpu, const C& on_cpu, double tol) {
+  const auto back = to<cpu>(on_gpu);
+  REQUIRE(back.dims() == on_cpu.dims());
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    const double g = devices::at(back, i), c = devices::at(on_cpu, i);
+    INFO("element " << i << " of " << format_dims(back.dims()));
+    REQUIRE(std::abs(g - c) <= tol * (1 + std::abs(c)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda device: with no driver the CPU work runs and the GPU is a device_error that says why") {
+  if (gen::driver_available()) {
+    WARN("skipped: a CUDA driver is here (the GPU tests run on it)");
+    return;
+  }
+  const auto x = uniform<float, D2>({3, 4}, 1);
+  const Tensor<float, D2> y = x * 2.f;
+  CHECK(y(1, 2) == x(1, 2) * 2.f);
+  CHECK_THROWS_AS(to<cuda>(x), device_error);
+  CHECK_THROWS_WITH(to<cuda>(x), Catch::Contains("the CUDA driver is not available") && Catch::Contains("libcuda.so.1"));
+  // Asked again: the same reason, and the CPU still works.
+  auto zeros = [] { return Tensor<float, Shape<2, 2>, cuda>(); };
+  CHECK_THROWS_WITH(zeros(), Catch::Contains("the CUDA driver is not available"));
+  CHECK(eval(x + 1.f)(0, 0) == x(0, 0) + 1.f);
+}
+
+TEST_CASE("cuda device (emulated GPU): expressions as users write them equal the cpu device") {
+  emulated_gpu scope;
+  const auto x = uniform<float, D3>({3, 17, 29}, 1), y = uniform<float, D3>({3, 17, 29}, 2);
+  const auto row = uniform<float, D1>({29}, 3);
+  const Tensor<float, D3, cuda> gx = to<cuda>(x), gy = to<cuda>(y);
+  const Tensor<float, D1, cuda> grow = to<cuda>(row);
+  const double tol = 2e-5;
+
+  SECTION("an expression assigned to a tensor, broadcasting, in-place updates") {
+    Tensor<float, D3, cuda> z = relu(gx) * 2.f + gy - grow;
+    require_equal(z, eval(relu(x) * 2.f + y - row), tol);
+    z = z * 0.5f + gx;  // reads itself where it writes
+    z += gy;
+    require_equal(z, eval((relu(x) * 2.f + y - row) * 0.5f + x + y), tol);
+    CHECK(scope.gpu->launches == 3);
+  }
+  SECTION("views over tensors and over expressions") {
+    Tensor<float, D3, cuda> t = transpose<2, 1, 0>(gx) + 1.f;
+    require_equal(t, eval(transpose<2, 1, 0>(x) + 1.f), tol);
+    Tensor<float, D3, cuda> r = reverse<1>(gx * gy) - strided_slice(gy, {0, 0, 0}, {3, 17, 29}, {1, 1, 1});
+    require_equal(r, eval(reverse<1>(x * y) - y), tol);
+  }
+  SECTION("reductions, alone and inside an element-wise expression") {
+    Tensor<float, D2, cuda> s = reduce_sum<2>(gx * gy);
+    require_equal(s, eval(reduce_sum<2>(x * y)), 1e-5);
+    Tensor<float, D1, cuda> m = reduce_mean<0, 2>(gx);
+    require_equal(m, eval(reduce_mean<0, 2>(x)), 1e-5);
+    Tensor<float, D2, cuda> n = tanh(reduce_max<2>(gx)) * 2.f + reduce_min<2>(gy);
+    require_equal(n, eval(tanh(reduce_max<2>(x)) * 2.f + reduce_min<2>(y)), tol);
+    CHECK(item(reduce_sum(gx)) == Approx(item(reduce_sum(x))).epsilon(1e-5));
+  }
+  SECTION("element access, item and printing copy from the device") {
+    CHECK(gx(2, 16, 28) == x(2, 16, 28));
+    CHECK(gx.at(0, 1, 2) == x(0, 1, 2));
+    CHECK_THROWS_AS(gx.at(3, 0, 0), value_error);
+    std::ostringstream on_gpu, on_cpu;
+    on_gpu << gx;
+    on_cpu << x;
+    CHECK(on_gpu.str() == on_cpu.str());
+    const Tensor<float, Shape<2, 3>, cuda> zeros;
+    CHECK(to<cpu>(zeros)(1, 2) == 0.f);
+    Tensor<float, D3, cuda> copy = gx;  // device to device
+    CHECK(copy(1, 2, 3) == x(1, 2, 3));
+  }
+  SECTION("matmul through the device's BLAS: transposes, batches, broadcasting, inside expressions") {
+    const auto a = uniform<float, D2>({7, 5}, 5), b = uniform<float, D2>({5, 6}, 6), c = uniform<float, D2>({6, 5}, 7);
+    const auto ga = to<cuda>(a), gb = to<cuda>(b), gc = to<cuda>(c);
+    Tensor<float, D2, cuda> p = matmul(ga, gb);
+    require_equal(p, eval(matmul(a, b)), 1e-5);
+    require_equal(eval(matmul(ga, gc, transpose_b)), eval(matmul(a, c, transpose_b)), 1e-5);
+    require_equal(eval(matmul(gb, ga, transpose_a, transpose_b)), eval(matmul(b, a, transpose_a, transpose_b)), 1e-5);
+    // A transposed view is read as stored; an expression is evaluated first.
+    require_equal(eval(matmul(transpose(gc), transpose(gb) * 2.f)), eval(matmul(transpose(c), transpose(b) * 2.f)), 1e-5);
+    // Batches: one batched product where the batch is an operand's or broadcasts it whole; one
+    // product per batch element where it broadcasts an operand partly.
+    const auto xb = uniform<float, D3>({4, 7, 5}, 8);
+    const auto gxb = to<cuda>(xb);
+    const auto before = scope.gpu->matmuls;
+    require_equal(eval(relu(matmul(gxb, gb)) + 1.f), eval(relu(matmul(xb, b)) + 1.f), 1e-5);
+    CHECK(scope.gpu->matmuls == before + 1);
+    using D4 = Shape<dyn, dyn, dyn, dyn>;
+    const auto l = uniform<float, D4>({2, 1, 7, 5}, 9), r = uniform<float, D4>({1, 3, 5, 6}, 10);
+    require_equal(eval(matmul(to<cuda>(l), to<cuda>(r))), eval(matmul(l, r)), 1e-5);
+    CHECK(scope.gpu->matmuls == before + 1 + 6);
+    // Its gradient: matmuls with transposes and a sum over the batch.
+    auto [gw] = grad(reduce_sum(tanh(matmul(gxb, gb))), gb);
+    auto [cw] = grad(reduce_sum(tanh(matmul(xb, b))), b);
+    require_equal(eval(gw), eval(cw), 1e-5);
+  }
+  SECTION("an integer division by zero is a value_error, as on the CPU") {
+    const Tensor<std::int32_t, D1, cuda> p = to<cuda>(eval(cast<std::int32_t>(uniform<float, D1>({40}, 4, 1, 9))));
+    const Tensor<std::int32_t, D1, cuda> q(p.dims());
+    auto divide = [&] { return Tensor<std::int32_t, D1, cuda>(p / q); };
+    CHECK_THROWS_WITH(divide(), "ctflow::divide: integer division by zero");
+    const Tensor<std::int32_t, D1, cuda> ok = p / (q + 1);
+    CHECK(ok(7) == p(7));
+  }
+  SECTION("gradients run on the device") {
+    auto [g] = grad(reduce_sum(sigmoid(gx) * gy + square(tanh(gx))), gx);
+    const Tensor<float, D3, cuda> dg = g;
+    auto [c] = grad(reduce_sum(sigmoid(x) * y + square(tanh(x))), x);
+    require_equal(dg, eval(c), 1e-5);
+  }
+  SECTION("an optimizer's update: assign_together, and a variable's assign_sub") {
+    Tensor<float, D3, cuda> w = gx, m(gx.dims());
+    Tensor<float, D3> w_cpu = x, m_cpu(x.dims());
+    for (int step = 0; step < 2; ++step) {
+      auto [g] = grad(reduce_sum(square(w - gy)), w);
+      assign_together(std::tie(m, w), m * 0.9f + g * 0.1f, w - 0.05f * (m * 0.9f + g * 0.1f));
+      auto [gc] = grad(reduce_sum(square(w_cpu - y)), w_cpu);
+      assign_together(std::tie(m_cpu, w_cpu), m_cpu * 0.9f + gc * 0.1f, w_cpu - 0.05f * (m_cpu * 0.9f + gc * 0.1f));
+    }
+    require_equal(w, w_cpu, 1e-5);
+    require_equal(m, m_cpu, 1e-5);
+    Variable<float, D3, cuda> v(gx);
+    auto [gv] = grad(reduce_sum(square(v - gy)), v);
+    v.assign_sub(0.1f * gv);
+    require_equal(v, eval(x - 0.1f * ((x - y) * 2.f)), 1e-5);
+  }
+  SECTION("a repeated step takes no memory from the device once warm") {
+    Tensor<float, D3, cuda> w = gx;
+    auto step = [&] { w = w - 0.1f * (w - gy) + reduce_mean<2>(w, keepdims) * 0.f; };
+    step();
+    const auto before = scope.gpu->allocations;
+    const auto launches = scope.gpu->launches;
+    for (int i = 0; i < 3; ++i) step();
+    CHECK(scope.gpu->allocations == before);
+    CHECK(scope.gpu->launches == launches + 6);  // the mean, then the update: two kernels a step
+    const gen::memory_info info = gen::device_state::instance().allocator().info();
+    CHECK(info.current > 0);
+  }
+}

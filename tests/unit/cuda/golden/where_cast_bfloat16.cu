@@ -1,0 +1,27 @@
+
+namespace {
+
+struct ctflow_args {
+  float* out;
+  long long n;
+  long long dims[2];
+  const ctflow_bfloat16* in0;
+  const ctflow_bfloat16* in1;
+  const float* in2;
+  long long strides[3][2];
+  float s0;
+};
+
+struct f0 {  // ctflow::ops::greater_fn
+  template <class X> __device__ __forceinline__ auto operator()(const X& a, const X& b) const { return a > b; }
+};
+struct f1 {  // ctflow::ops::exp_fn
+  template <class X> __device__ __forceinline__ X operator()(const X& x) const { return math::exp(x); }
+};
+
+constexpr int R = 2, K = 3, KM = K > 0 ? K : 1;
+
+template <class I> __device__ __forceinline__ void ctflow_element(const ctflow_args& a, I i, const I* o) {
+  ctflow_store(a.out + i, (f0{}(ctflow_cast<float>(ctflow_load(a.in0 + o[0])), a.s0) ? ctflow_cast<float>(ctflow_load(a.in1 + o[1])) : f1{}(ctflow_load(a.in2 + o[2]))));
+}
+
