@@ -242,6 +242,24 @@ TEST_CASE("cast truncates toward zero, saturates and maps to bool") {
   REQUIRE(float(h(0)) == Approx(1.7f).epsilon(1e-3));
 }
 
+TEST_CASE("a cast to a 16-bit float rounds even where its value is used at once, as TensorFlow's") {
+  // tf.cast(tf.cast(x, tf.float16 / tf.bfloat16), tf.float32), TensorFlow 2.21.
+  Tensor<float, Shape<6>> x;
+  const float values[] = {1.0001f, 3e9f, 65519.f, 65520.f, -2.5e-8f, 1.00390625f + 1e-7f};
+  std::copy(values, values + 6, x.begin());
+  const float half[] = {1.f, INFINITY, 65504.f, INFINITY, -0.f, 1.00390625f};
+  const float brain[] = {1.f, 3003121664.f, 65536.f, 65536.f, -2.5029294192790985e-08f, 1.0078125f};
+  const Tensor<float, Shape<6>> h = cast<float>(cast<float16>(x)), b = cast<float>(cast<bfloat16>(x)) * 1.f;
+  const Tensor<float, Shape<6>, reference> hr = cast<float>(cast<float16>(to<reference>(x)));
+  for (std::size_t i = 0; i < 6; ++i) {
+    INFO(i);
+    CHECK(h(i) == half[i]);
+    CHECK(hr(i) == half[i]);
+    CHECK(b(i) == brain[i]);
+  }
+  CHECK(std::signbit(h(4)));
+}
+
 TEST_CASE("math functions match the standard library in float and double") {
   // -2, -1.9, ..., 2, each the double nearest k / 10 (a division rounds once, whether or not the
   // compiler contracts a multiply-add, so floor and ceil see integers exactly).
