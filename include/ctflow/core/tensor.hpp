@@ -70,6 +70,26 @@ template <class E, std::size_t R> bool unsafe_alias(const E& e, const void* b, c
   }
 }
 
+/// An element of a tensor on a device whose memory the host does not read (the GPU): reading it
+/// copies it out, assigning it copies the value in (`g(1, 2) = 5.f`).
+template <class T, class D> class device_element {
+ public:
+  explicit device_element(T* p) : p_(p) {}
+  operator T() const {
+    T v;
+    D::copy_to_host(&v, p_, sizeof(T));
+    return v;
+  }
+  device_element& operator=(const T& v) {
+    D::copy_from_host(p_, &v, sizeof(T));
+    return *this;
+  }
+  device_element& operator=(const device_element& o) { return *this = T(o); }
+
+ private:
+  T* p_;
+};
+
 }  // namespace detail
 
 /// @brief The tag of Tensor's constructor that leaves its values unspecified.
@@ -176,21 +196,25 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
     return Tensor<T, S2, D>(d, std::move(buf_));
   }
 
-  /// @brief The element at the given indices (unchecked); on a device whose memory the host does
-  /// not read (the GPU), a copy of it.
+  /// @brief The element at the given indices (unchecked). On a device whose memory the host does
+  /// not read (the GPU): a copy of it, or a handle that copies a value in when assigned.
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   T& operator()(I... i) { return buf_.data()[offset({std::size_t(i)...})]; }
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   const T& operator()(I... i) const { return buf_.data()[offset({std::size_t(i)...})]; }
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D>)
-  T operator()(I... i) const { return element(offset({std::size_t(i)...})); }
+  detail::device_element<T, D> operator()(I... i) { return detail::device_element<T, D>(buf_.data() + offset({std::size_t(i)...})); }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D>)
+  T operator()(I... i) const { return detail::device_element<T, D>(buf_.data() + offset({std::size_t(i)...})); }
   /// @brief The element at the given indices; value_error when one is out of range.
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   T& at(I... i) { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   const T& at(I... i) const { return buf_.data()[checked_offset({std::int64_t(i)...})]; }
   template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D>)
-  T at(I... i) const { return element(checked_offset({std::int64_t(i)...})); }
+  detail::device_element<T, D> at(I... i) { return detail::device_element<T, D>(buf_.data() + checked_offset({std::int64_t(i)...})); }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D>)
+  T at(I... i) const { return detail::device_element<T, D>(buf_.data() + checked_offset({std::int64_t(i)...})); }
   /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
   value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
@@ -204,11 +228,6 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   static const dims_t<std::size_t(rank)>& checked(const dims_t<std::size_t(rank)>& d) {
     if (!matches_static<S>(d)) throw_shape_error("ctflow::Tensor", "shapes differ", S::extents, d);
     return d;
-  }
-  T element(std::size_t i) const {
-    T v;
-    D::copy_to_host(&v, buf_.data() + i, sizeof(T));
-    return v;
   }
   std::size_t offset(const dims_t<std::size_t(rank)>& idx) const {
     std::size_t o = 0;

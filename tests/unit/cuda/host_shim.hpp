@@ -9,8 +9,6 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include <vector>
-
 struct ctflow_uint3 {
   unsigned x, y, z;
 };
@@ -35,7 +33,7 @@ static inline float __uint_as_float(unsigned u) {
 namespace ctflow_shim {
 struct fiber {
   ucontext_t context;
-  std::vector<char> stack = std::vector<char>(1 << 16);
+  char stack[1 << 16];
   bool done = false;
 };
 static ucontext_t scheduler;
@@ -56,11 +54,12 @@ static void run_grid(unsigned grid, unsigned block, void (*kernel)(const void*),
   arguments = args;
   for (unsigned b = 0; b < grid; ++b) {
     blockIdx = {b, 0, 0};
-    std::vector<fiber> fibers(block);
-    for (fiber& f : fibers) {
+    fiber* fibers = new fiber[block];  // (no standard header: each kernel builds in a blink)
+    for (unsigned t = 0; t < block; ++t) {
+      fiber& f = fibers[t];
       getcontext(&f.context);
-      f.context.uc_stack.ss_sp = f.stack.data();
-      f.context.uc_stack.ss_size = f.stack.size();
+      f.context.uc_stack.ss_sp = f.stack;
+      f.context.uc_stack.ss_size = sizeof f.stack;
       f.context.uc_link = &scheduler;
       makecontext(&f.context, start, 0);
     }
@@ -74,6 +73,7 @@ static void run_grid(unsigned grid, unsigned block, void (*kernel)(const void*),
         running = true;
       }
     }
+    delete[] fibers;
   }
 }
 }  // namespace ctflow_shim

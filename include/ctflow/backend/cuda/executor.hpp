@@ -67,7 +67,6 @@ struct unsupported<expr::Computed<K, A, B>> {
 template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>& d, const E& e);
 template <class T, std::size_t R, class E> void evaluate_generated(T* out, const dims_t<R>& d, const E& e);
 
-
 template <class N> struct is_view : std::false_type {};
 template <class E, class S, class M> struct is_view<expr::Strided<E, S, M>> : std::true_type {};
 

@@ -90,10 +90,13 @@ class driver_runtime final : public runtime {
     if (kind == copy_kind::host_to_device) d_.check(d_.cuMemcpyHtoD(to, src, bytes), "cuMemcpyHtoD");
     else if (kind == copy_kind::device_to_host) d_.check(d_.cuMemcpyDtoH(dst, from, bytes), "cuMemcpyDtoH");
     else d_.check(d_.cuMemcpyDtoD(to, from, bytes), "cuMemcpyDtoD");
+    // A copy within the device returns before it ends: finished on return, as every call here.
+    if (kind == copy_kind::device_to_device) d_.check(d_.cuCtxSynchronize(), "cuMemcpyDtoD");
   }
   void zero(void* p, std::size_t bytes) override {
     current();
     d_.check(d_.cuMemsetD8(reinterpret_cast<unsigned long long>(p), 0, bytes), "cuMemsetD8");
+    d_.check(d_.cuCtxSynchronize(), "cuMemsetD8");
   }
   int launch(const generated_kernel& k, const std::string& entry, const std::vector<unsigned char>& args, unsigned grid, unsigned block) override {
     current();
