@@ -40,6 +40,7 @@
 #include <ctflow/core/errors.hpp>
 #include <ctflow/expr/computed.hpp>
 #include <ctflow/expr/elementwise.hpp>
+#include <ctflow/expr/node.hpp>
 #include <ctflow/expr/strided.hpp>
 #include <ctflow/ops/math.hpp>
 #include <ctflow/ops/reduction.hpp>
@@ -549,8 +550,8 @@ template <std::size_t R> struct argument_values {
     long long span;                    // the largest |offset| an element reaches
   };
   std::vector<input> inputs;
-  argument_packer numbers;  // the scalars, then the functors' parameters
-  std::vector<double> members;
+  argument_packer numbers;      // the scalars, each in its compute type
+  std::vector<double> members;  // the functors' parameters
 
   /// The operand fields: input pointers, strides, numbers.
   void pack(argument_packer& p) const {
@@ -588,26 +589,13 @@ template <class T> struct arguments<expr::Scalar<T>> {
     out.numbers.put(compute_t<T>(n.value));
   }
 };
-template <class F, class E> struct arguments<expr::Unary<F, E>> {
-  template <std::size_t R, class ViewOf> static void collect(const expr::Unary<F, E>& n, argument_values<R>& out, ViewOf& view_of) {
+/// A fused node: its functor's parameters (where it has any), then its operands, in the order
+/// the source builder named them.
+template <class N> requires(expr::is_elementwise<N>::value && expr::arity_v<N> > 0) struct arguments<N> {
+  template <std::size_t R, class ViewOf> static void collect(const N& n, argument_values<R>& out, ViewOf& view_of) {
     if constexpr (requires { n.f.source_values(); })
       for (const double m : n.f.source_values()) out.members.push_back(m);
-    arguments<std::remove_cvref_t<E>>::collect(n.e, out, view_of);
-  }
-};
-template <class F, class L, class R0> struct arguments<expr::Binary<F, L, R0>> {
-  template <std::size_t R, class ViewOf> static void collect(const expr::Binary<F, L, R0>& n, argument_values<R>& out, ViewOf& view_of) {
-    if constexpr (requires { n.f.source_values(); })
-      for (const double m : n.f.source_values()) out.members.push_back(m);
-    arguments<std::remove_cvref_t<L>>::collect(n.l, out, view_of);
-    arguments<std::remove_cvref_t<R0>>::collect(n.r, out, view_of);
-  }
-};
-template <class C, class A, class B> struct arguments<expr::Select<C, A, B>> {
-  template <std::size_t R, class ViewOf> static void collect(const expr::Select<C, A, B>& n, argument_values<R>& out, ViewOf& view_of) {
-    arguments<std::remove_cvref_t<C>>::collect(n.c, out, view_of);
-    arguments<std::remove_cvref_t<A>>::collect(n.a, out, view_of);
-    arguments<std::remove_cvref_t<B>>::collect(n.b, out, view_of);
+    expr::apply_operands(n, [&](const auto&... o) { (arguments<std::remove_cvref_t<decltype(o)>>::collect(o, out, view_of), ...); });
   }
 };
 

@@ -46,9 +46,6 @@ class runtime : public memory_source {
   virtual unsigned multiprocessors() const = 0;
 };
 
-/// The device's allocator (device_state's, below): where a runtime's temporaries come from.
-inline caching_allocator& device_state_allocator();
-
 /// @brief The driver's runtime: GPU 0 of those the process sees, in its primary context.
 class driver_runtime final : public runtime {
  public:
@@ -226,7 +223,7 @@ inline void driver_runtime::matmul(const matmul_problem& p, const void* a, const
   const std::lock_guard lock(m_);
   const plan& pl = plan_for(p);
   if (bias) pl.descriptors->set_bias(bias);
-  caching_allocator& memory = device_state_allocator();
+  caching_allocator& memory = device_state::instance().allocator();
   void* workspace = memory.allocate(pl.workspace);
   const double alpha64 = 1, beta64 = 0;
   const float alpha32 = 1, beta32 = 0;
@@ -241,8 +238,6 @@ inline void driver_runtime::matmul(const matmul_problem& p, const void* a, const
   lt.check(r, "cublasLtMatmul");
   d_.check(done, "cublasLtMatmul");
 }
-
-inline caching_allocator& device_state_allocator() { return device_state::instance().allocator(); }
 
 /// @brief Runs the cuda device on r from now on (tests: an emulation); null: the driver's again.
 inline void use_runtime(std::unique_ptr<runtime> r) { device_state::instance().use(std::move(r)); }
