@@ -51,6 +51,19 @@ template <class G, class C> void require_equal(const G& on_gpu, const C& on_cpu,
   }
 }
 
+/// Where the emulation ran the kernels and NVRTC is here: NVRTC compiles every one of them for
+/// sm_90, with no register spills.
+void nvrtc_compiles(const gpu_under_test& scope) {
+  if (!scope.gpu || !gen::nvrtc_available()) return;
+  std::string all;
+  for (std::size_t i = 0; i < scope.gpu->ran.size(); ++i) all += "namespace k" + std::to_string(i) + " {\n" + scope.gpu->ran[i]->source + "\n}\n";
+  const auto cubin = gen::compile(all, "kernels.cu", "sm_90", {"--ptxas-options=-v"});
+  CHECK(!cubin.binary.empty());
+  CHECK(cubin.log.find(" bytes spill stores") != std::string::npos);
+  for (std::size_t at = cubin.log.find(" bytes spill stores"); at != std::string::npos; at = cubin.log.find(" bytes spill stores", at + 1))
+    CHECK(cubin.log.substr(cubin.log.rfind(' ', at - 1) + 1, at - cubin.log.rfind(' ', at - 1) - 1) == "0");
+}
+
 }  // namespace
 
 TEST_CASE("cuda device: with no driver the CPU work runs and the GPU is a device_error that says why") {
@@ -190,5 +203,84 @@ TEST_CASE("cuda device (a GPU, or one emulated on the host): expressions as user
     CHECK(after.device_allocations == warm.device_allocations);
     CHECK(after.current == warm.current);
     if (scope.gpu) CHECK(scope.gpu->launches == launches + 6);  // the mean, then the update: two kernels a step
+  }
+}
+
+TEST_CASE("cuda device (a GPU, or one emulated on the host): shape ops that build new tensors, and their gradients, equal the cpu device") {
+  gpu_under_test scope;
+  const auto x = uniform<float, D3>({3, 5, 4}, 11), y = uniform<float, D3>({3, 2, 4}, 12);
+  const auto gx = to<cuda>(x), gy = to<cuda>(y);
+  Tensor<std::int32_t, D1> picks({5});
+  const std::int32_t chosen[5] = {2, 0, 2, 1, 2};  // repeated: gather's gradient adds them
+  std::copy_n(chosen, 5, picks.data());
+  const auto gpicks = to<cuda>(picks);
+  Tensor<std::int32_t, D2> grid({2, 3});
+  const std::int32_t cells[6] = {3, 0, 4, 4, 1, 3};
+  std::copy_n(cells, 6, grid.data());
+  const auto ggrid = to<cuda>(grid);
+  const double tol = 1e-5;
+
+  SECTION("concat, gather, one_hot, pad and tile, inside expressions") {
+    require_equal(eval(concat<1>(gx, gy * 2.f, gx)), eval(concat<1>(x, y * 2.f, x)), tol);
+    require_equal(eval(concat<-1>(reverse<2>(gx), gx) + 1.f), eval(concat<-1>(reverse<2>(x), x) + 1.f), tol);
+    require_equal(eval(gather<0>(gx, gpicks)), eval(gather<0>(x, picks)), 0);
+    require_equal(eval(gather<1>(gx, ggrid) * 3.f), eval(gather<1>(x, grid) * 3.f), tol);
+    require_equal(eval(gather<2>(reverse<1>(gx), gpicks)), eval(gather<2>(reverse<1>(x), picks)), 0);  // the last axis
+    Tensor<std::int32_t, D1> with_strays({4});
+    const std::int32_t strays[4] = {1, -1, 4, 7};  // outside [0, 5): rows of off_value
+    std::copy_n(strays, 4, with_strays.data());
+    require_equal(eval(one_hot<5>(to<cuda>(with_strays), 2.f, -1.f)), eval(one_hot<5>(with_strays, 2.f, -1.f)), 0);
+    require_equal(eval(pad(gx, {{{1, 2}, {0, 3}, {2, 0}}}, 1.5f)), eval(pad(x, {{{1, 2}, {0, 3}, {2, 0}}}, 1.5f)), 0);
+    require_equal(eval(tile<2, 1, 3>(gx * gx)), eval(tile<2, 1, 3>(x * x)), tol);
+  }
+  SECTION("an index out of range is a value_error, as on the CPU") {
+    Tensor<std::int32_t, D1> bad({2});
+    bad(0) = 1;
+    bad(1) = 5;
+    const auto gbad = to<cuda>(bad);
+    auto gathered = [&] { return Tensor<float, D3, cuda>(gather<1>(gx, gbad)); };
+    CHECK_THROWS_WITH(gathered(), Catch::Contains("ctflow::gather") && Catch::Contains("out of range"));
+    CHECK_THROWS_AS(eval(gather<1>(x, bad)), value_error);
+    auto [g] = grad(reduce_sum(gather<1>(gx, gbad)), gx);
+    CHECK_THROWS_AS(eval(g), value_error);
+  }
+  SECTION("gradients: gather's adds repeated indices, tile's sums the copies, pad's and concat's slice") {
+    auto [g0] = grad(reduce_sum(square(gather<1>(gx, gpicks))), gx);
+    auto [c0] = grad(reduce_sum(square(gather<1>(x, picks))), x);
+    require_equal(eval(g0), eval(c0), tol);
+    auto [g1] = grad(reduce_sum(sin(gather<2>(gx, gpicks))) + reduce_sum(square(gather<1>(gx, ggrid))), gx);  // the last axis; 2-D indices
+    auto [c1] = grad(reduce_sum(sin(gather<2>(x, picks))) + reduce_sum(square(gather<1>(x, grid))), x);
+    require_equal(eval(g1), eval(c1), tol);
+    auto [g2] = grad(reduce_sum(sin(tile<2, 1, 3>(gx))), gx);
+    auto [c2] = grad(reduce_sum(sin(tile<2, 1, 3>(x))), x);
+    require_equal(eval(g2), eval(c2), tol);
+    auto [g3, g4] = grad(reduce_sum(square(pad(concat<1>(gx, gy), {{{1, 0}, {2, 2}, {0, 1}}}, 3.f))), gx, gy);
+    auto [c3, c4] = grad(reduce_sum(square(pad(concat<1>(x, y), {{{1, 0}, {2, 2}, {0, 1}}}, 3.f))), x, y);
+    require_equal(eval(g3), eval(c3), tol);
+    require_equal(eval(g4), eval(c4), tol);
+    nvrtc_compiles(scope);
+  }
+  SECTION("gradients of views: each element stored where the view read it, or summed over broadcast axes") {
+    auto [g0] = grad(reduce_sum(square(slice<Shape<2, 3, 2>>(reverse<1>(gx), {1, 1, 1}))) * reduce_mean(transpose<2, 1, 0>(gx)), gx);
+    auto [c0] = grad(reduce_sum(square(slice<Shape<2, 3, 2>>(reverse<1>(x), {1, 1, 1}))) * reduce_mean(transpose<2, 1, 0>(x)), x);
+    require_equal(eval(g0), eval(c0), tol);
+    const auto column = uniform<float, D2>({3, 1}, 13);
+    const auto gcolumn = to<cuda>(column);
+    auto [g1] = grad(reduce_sum(sin(broadcast_to<D2>(gcolumn, {3, 5}))), gcolumn);
+    auto [c1] = grad(reduce_sum(sin(broadcast_to<D2>(column, {3, 5}))), column);
+    require_equal(eval(g1), eval(c1), tol);
+    if (scope.gpu) CHECK((scope.gpu->ran_entry("_items") && !scope.gpu->ran_entry("_serial")));
+    // A view that reads an element through several indices (frames of 4 of a signal of 6): its
+    // adjoint adds them in order, in one thread.
+    ops::affine_map<1, 2> frames;
+    frames.out_dims = {3, 4};
+    frames.coef[0][0] = frames.coef[1][0] = 1;
+    const auto signal = uniform<float, D1>({6}, 14);
+    const auto gsignal = to<cuda>(signal);
+    auto [g2] = grad(reduce_sum(square(ops::make_view<D2>(frames, gsignal))), gsignal);
+    auto [c2] = grad(reduce_sum(square(ops::make_view<D2>(frames, signal))), signal);
+    require_equal(eval(g2), eval(c2), tol);
+    if (scope.gpu) CHECK((scope.gpu->ran_entry("_serial") && scope.gpu->ran_entry("_finish")));
+    nvrtc_compiles(scope);
   }
 }

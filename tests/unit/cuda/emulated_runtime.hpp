@@ -6,6 +6,7 @@
 
 #include <ctflow/backend/cuda/runtime.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -29,8 +30,9 @@ class emulated_runtime final : public ctflow::backend::cuda::runtime {
     auto& built = libraries();
     auto it = built.find(k.name);
     if (it == built.end()) it = built.emplace(k.name, host_compile::build({&k})).first;
+    if (std::none_of(ran.begin(), ran.end(), [&](const auto* r) { return r->name == k.name; })) ran.push_back(&k);
     ++launches;
-    last_entry = entry;
+    entries.push_back(entry);
     return host_compile::entry(it->second, entry)(args.data(), grid, block);
   }
   unsigned multiprocessors() const override { return 1; }
@@ -45,7 +47,12 @@ class emulated_runtime final : public ctflow::backend::cuda::runtime {
   }
 
   std::size_t allocations = 0, launches = 0, matmuls = 0;
-  std::string last_entry;
+  std::vector<std::string> entries;  // each launch's entry point
+  /// Whether an entry point whose name holds `part` ran.
+  bool ran_entry(const std::string& part) const {
+    return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.find(part) != std::string::npos; });
+  }
+  std::vector<const ctflow::backend::cuda::generated_kernel*> ran;  // each kernel it ran, once
 
  private:
   template <class T> static void product(const ctflow::backend::cuda::matmul_problem& p, const T* a, const T* b, T* d) {

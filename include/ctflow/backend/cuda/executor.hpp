@@ -8,16 +8,20 @@
 /// given back when the assignment is done.
 ///
 /// A matmul runs through cuBLASLt (runtime.hpp): batched with strides where each operand's batch
-/// is the product's or one matrix, else one product per batch element. The other boundary ops
-/// (convolutions, gathers, ...) do not run on the GPU yet: assigning one is a compile error naming
-/// it.
+/// is the product's or one matrix, else one product per batch element. The shape ops that build
+/// new tensors (concat, gather, one_hot, pad, tile) and the adjoints of views, pad, tile and gather
+/// run as kernels of their own (array_kernels.hpp), their operands read where they are. The other
+/// boundary ops (convolutions, ...) do not run on the GPU yet: assigning one is a compile error
+/// naming it.
 
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include <ctflow/backend/cuda/array_kernels.hpp>
 #include <ctflow/backend/cuda/codegen.hpp>
 #include <ctflow/backend/cuda/runtime.hpp>
 #include <ctflow/core/device.hpp>
@@ -63,9 +67,19 @@ struct unsupported<expr::Computed<K, A, B>> {
   using a = typename unsupported<std::remove_cvref_t<A>>::type;
   using type = std::conditional_t<std::is_void_v<a>, typename unsupported<std::remove_cvref_t<B>>::type, a>;
 };
+/// The first of a list of types that is not void (void: none).
+template <class... U> struct first_of {
+  using type = void;
+};
+template <class U, class... Rest> struct first_of<U, Rest...> {
+  using type = std::conditional_t<std::is_void_v<U>, typename first_of<Rest...>::type, U>;
+};
+template <class K, class... Ops> requires array_kernel<K>::defined
+struct unsupported<expr::Computed<K, Ops...>> : first_of<typename unsupported<std::remove_cvref_t<Ops>>::type...> {};
 
 template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>& d, const E& e);
 template <class T, std::size_t R, class E> void evaluate_generated(T* out, const dims_t<R>& d, const E& e);
+template <class T, std::size_t R, class N> void run_array(T* out, const dims_t<R>& d, const N& n);
 
 template <class N> struct is_view : std::false_type {};
 template <class E, class S, class M> struct is_view<expr::Strided<E, S, M>> : std::true_type {};
@@ -183,14 +197,33 @@ template <class T, std::size_t R, class N> void run_matmul(T* out, const dims_t<
     rt.matmul(p, a.data + batch_offset(i, all, own_a) * a_matrix, b.data + batch_offset(i, all, own_b) * b_matrix, out + i * p.m * p.n, nullptr);
 }
 
-/// Assigns e (of extents d) into the device memory at out: a matmul through cuBLASLt, anything
-/// else one generated kernel, its inputs evaluated first where they must be.
+/// Assigns e (of extents d) into the device memory at out: a matmul through cuBLASLt, a shape
+/// op its own kernel, anything else one generated kernel, its inputs evaluated first where they
+/// must be.
 template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>& d, const E& e) {
   using N = std::remove_cvref_t<E>;
   if constexpr (is_matmul<N>::value) {
     run_matmul(out, d, e);
+  } else if constexpr (requires { requires array_kernel<typename N::op_type>::defined; }) {
+    run_array(out, d, e);
   } else {
     evaluate_generated(out, d, e);
+  }
+}
+
+/// Runs entry point `entry` of k over `items` (each a thread's, or a block's where per_block) to
+/// its end; a value_error with its functors' messages where it reports an invalid operation.
+inline void launch(const generated_kernel& k, const std::string& entry, const std::vector<unsigned char>& args, std::size_t items,
+                   bool per_block = false) {
+  if (items == 0) return;
+  runtime& rt = device_state::instance().rt();
+  constexpr unsigned block = 256;
+  const std::size_t most = std::size_t(32) * std::max(1u, rt.multiprocessors());
+  const std::size_t blocks = per_block ? items : (items + block - 1) / block;
+  if (rt.launch(k, entry, args, unsigned(std::min(blocks, most)), block) != 0) {
+    std::string what;
+    for (const auto& f : k.failures) what += (what.empty() ? "" : "; or ") + f;
+    throw value_error(what.empty() ? "ctflow::cuda: a generated kernel reported an operation with no value" : what);
   }
 }
 
@@ -199,17 +232,26 @@ template <class T, std::size_t R, class E> void evaluate_generated(T* out, const
   using N = std::remove_cvref_t<E>;
   temporaries keep;
   const kernel_launch l = launch_for(out, d, e, [&](const auto& node) { return device_view(node, keep); });
-  if (l.items == 0) return;
+  launch(kernel_for<N>(), l.entry, l.args, l.items, l.per_block);
+}
+
+/// A shape op's kernel into out: its operands read where they are (evaluated first where they are
+/// expressions), a scratch zeroed where it sums into one, out zeroed where it writes some
+/// elements only.
+template <class T, std::size_t R, class N> void run_array(T* out, const dims_t<R>& d, const N& n) {
+  using A = array_kernel<typename N::op_type>;
   runtime& rt = device_state::instance().rt();
-  constexpr unsigned block = 256;
-  const std::size_t most = std::size_t(32) * std::max(1u, rt.multiprocessors());
-  const std::size_t blocks = l.per_block ? l.items : (l.items + block - 1) / block;
-  const generated_kernel& k = kernel_for<N>();
-  if (rt.launch(k, l.entry, l.args, unsigned(std::min(blocks, most)), block) != 0) {
-    std::string what;
-    for (const auto& f : k.failures) what += (what.empty() ? "" : "; or ") + f;
-    throw value_error(what.empty() ? "ctflow::cuda: a generated kernel reported an operation with no value" : what);
-  }
+  temporaries keep;
+  void* scratch = nullptr;
+  auto scratch_of = [&](std::size_t bytes) { return scratch = keep.make<unsigned char>(bytes); };
+  const array_launch l = std::apply([&](const auto&... o) { return A::plan(n.k, out, d, scratch_of, device_view(o, keep)...); }, n.ops);
+  if (l.zero_out && !l.scratch) rt.zero(out, product(d) * sizeof(T));
+  if (l.scratch) rt.zero(scratch, l.scratch);
+  const generated_kernel& k = A::kernel();
+  const bool narrow = l.items < (std::size_t(1) << 30) && product(d) < (std::size_t(1) << 30);
+  if (l.serial) launch(k, k.name + "_serial", l.args, 1);
+  else launch(k, k.name + (narrow ? "_items32" : "_items64"), l.args, l.items);
+  if (l.scratch) launch(k, k.name + (narrow ? "_finish32" : "_finish64"), l.args, product(d));
 }
 
 }  // namespace ctflow::backend::cuda
