@@ -284,3 +284,59 @@ TEST_CASE("cuda device (a GPU, or one emulated on the host): shape ops that buil
     nvrtc_compiles(scope);
   }
 }
+
+TEST_CASE("cuda device (a GPU, or one emulated on the host): argmax, cumsum, reduce_prod's gradient and the sparse softmax cross-entropy equal the cpu device") {
+  gpu_under_test scope;
+  auto x = uniform<float, D3>({4, 6, 5}, 21);
+  x(1, 2, 3) = x(1, 4, 3);  // a tie: the first index wins
+  x(2, 0, 1) = std::numeric_limits<float>::quiet_NaN();  // a NaN wins
+  const auto gx = to<cuda>(x);
+  const double tol = 1e-5;
+
+  SECTION("argmax, argmin and cumsum along each axis") {
+    require_equal(eval(argmax<1>(gx)), eval(argmax<1>(x)), 0);
+    require_equal(eval(argmin<-1>(gx * 2.f)), eval(argmin<-1>(x * 2.f)), 0);
+    require_equal(eval(argmax<0>(transpose<2, 1, 0>(gx))), eval(argmax<0>(transpose<2, 1, 0>(x))), 0);
+    const auto finite = uniform<float, D3>({4, 6, 5}, 22);
+    const auto gfinite = to<cuda>(finite);
+    require_equal(eval(cumsum<1>(gfinite)), eval(cumsum<1>(finite)), tol);
+    require_equal(eval(cumsum<-1>(reverse<0>(gfinite), true, true)), eval(cumsum<-1>(reverse<0>(finite), true, true)), tol);
+    auto [g] = grad(reduce_sum(square(cumsum<0>(gfinite, false, true))), gfinite);
+    auto [c] = grad(reduce_sum(square(cumsum<0>(finite, false, true))), finite);
+    require_equal(eval(g), eval(c), tol);
+  }
+  SECTION("reduce_prod's gradient: the product of the others, over each axis set, kept or not") {
+    const auto p = uniform<float, D3>({3, 4, 5}, 23, 0.5, 1.5);
+    const auto gp = to<cuda>(p);
+    auto [g0] = grad(reduce_sum(reduce_prod<1>(gp)), gp);
+    auto [c0] = grad(reduce_sum(reduce_prod<1>(p)), p);
+    require_equal(eval(g0), eval(c0), tol);
+    auto [g1] = grad(reduce_sum(sin(reduce_prod<0, 2>(gp, keepdims))), gp);
+    auto [c1] = grad(reduce_sum(sin(reduce_prod<0, 2>(p, keepdims))), p);
+    require_equal(eval(g1), eval(c1), tol);
+  }
+  SECTION("the sparse softmax cross-entropy, its gradient, value_and_grad's saved softmax, and labels out of range") {
+    const auto logits = uniform<float, D2>({7, 10}, 24, -3, 3);
+    Tensor<std::int32_t, D1> labels({7});
+    const std::int32_t at[7] = {0, 9, 3, 3, 5, 1, 8};
+    std::copy_n(at, 7, labels.data());
+    const auto glogits = to<cuda>(logits);
+    const auto glabels = to<cuda>(labels);
+    require_equal(eval(nn::sparse_softmax_cross_entropy_with_logits(glabels, glogits)), eval(nn::sparse_softmax_cross_entropy_with_logits(labels, logits)), tol);
+    require_equal(eval(nn::sparse_softmax_cross_entropy_with_logits(glabels, transpose(transpose(glogits)) * 2.f)),
+                  eval(nn::sparse_softmax_cross_entropy_with_logits(labels, logits * 2.f)), tol);
+    auto [g] = grad(reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(glabels, glogits)), glogits);
+    auto [c] = grad(reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(labels, logits)), logits);
+    require_equal(eval(g), eval(c), tol);
+    const auto [gv, gg] = value_and_grad(reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(glabels, glogits)), glogits);
+    const auto [cv, cg] = value_and_grad(reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(labels, logits)), logits);
+    CHECK(gv == Approx(cv).epsilon(1e-6));
+    require_equal(eval(gg), eval(cg), tol);
+    labels(4) = 10;
+    const auto gbad = to<cuda>(labels);
+    auto loss = [&] { return eval(nn::sparse_softmax_cross_entropy_with_logits(gbad, glogits)); };
+    CHECK_THROWS_WITH(loss(), Catch::Contains("sparse_softmax_cross_entropy_with_logits") && Catch::Contains("outside the valid range"));
+    CHECK_THROWS_AS(eval(nn::sparse_softmax_cross_entropy_with_logits(labels, logits)), value_error);
+    nvrtc_compiles(scope);
+  }
+}

@@ -23,6 +23,7 @@
 
 #include <ctflow/backend/cuda/array_kernels.hpp>
 #include <ctflow/backend/cuda/codegen.hpp>
+#include <ctflow/backend/cuda/line_kernels.hpp>
 #include <ctflow/backend/cuda/runtime.hpp>
 #include <ctflow/core/device.hpp>
 #include <ctflow/detail/buffer.hpp>
@@ -79,7 +80,7 @@ struct unsupported<expr::Computed<K, Ops...>> : first_of<typename unsupported<st
 
 template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>& d, const E& e);
 template <class T, std::size_t R, class E> void evaluate_generated(T* out, const dims_t<R>& d, const E& e);
-template <class T, std::size_t R, class N> void run_array(T* out, const dims_t<R>& d, const N& n);
+template <class T, std::size_t R, class N, class U = void> void run_array(T* out, const dims_t<R>& d, const N& n, U* saved = nullptr);
 
 template <class N> struct is_view : std::false_type {};
 template <class E, class S, class M> struct is_view<expr::Strided<E, S, M>> : std::true_type {};
@@ -235,16 +236,22 @@ template <class T, std::size_t R, class E> void evaluate_generated(T* out, const
   launch(kernel_for<N>(), l.entry, l.args, l.items, l.per_block);
 }
 
-/// A shape op's kernel into out: its operands read where they are (evaluated first where they are
-/// expressions), a scratch zeroed where it sums into one, out zeroed where it writes some
-/// elements only.
-template <class T, std::size_t R, class N> void run_array(T* out, const dims_t<R>& d, const N& n) {
+/// An op's own kernel (array_kernels.hpp, line_kernels.hpp) into out: its operands read where
+/// they are (evaluated first where they are expressions), a scratch zeroed where it sums into one,
+/// out zeroed where it writes some elements only; with `saved`, its by-product for the gradient
+/// there too.
+template <class T, std::size_t R, class N, class U> void run_array(T* out, const dims_t<R>& d, const N& n, U* saved) {
   using A = array_kernel<typename N::op_type>;
   runtime& rt = device_state::instance().rt();
   temporaries keep;
   void* scratch = nullptr;
   auto scratch_of = [&](std::size_t bytes) { return scratch = keep.make<unsigned char>(bytes); };
-  const array_launch l = std::apply([&](const auto&... o) { return A::plan(n.k, out, d, scratch_of, device_view(o, keep)...); }, n.ops);
+  const array_launch l = std::apply(
+      [&](const auto&... o) {
+        if constexpr (std::is_void_v<U>) return A::plan(n.k, out, d, scratch_of, device_view(o, keep)...);
+        else return A::plan_saving(n.k, out, saved, d, scratch_of, device_view(o, keep)...);
+      },
+      n.ops);
   if (l.zero_out && !l.scratch) rt.zero(out, product(d) * sizeof(T));
   if (l.scratch) rt.zero(scratch, l.scratch);
   const generated_kernel& k = A::kernel();
@@ -268,6 +275,17 @@ template <> struct executor<cuda> {
                                                                                  "reductions do): evaluate it on the CPU, ctflow::to<cpu>")));
     } else {
       backend::cuda::evaluate(out, d, e);
+    }
+  }
+  /// Runs n's kernel into out, leaving its by-product for the gradient in saved (value_and_grad's
+  /// forward pass).
+  template <class T, class U, class K, class... Ops> static void assign_saving(T* out, U* saved, const expr::Computed<K, Ops...>& n) {
+    constexpr bool saving = requires { requires backend::cuda::array_kernel<K>::saving; };
+    if constexpr (!saving) {
+      CTFLOW_STATIC_CHECK(saving,
+                          detail::concat(expr::op_name<K>(), detail::fixed_string(" does not run on the GPU yet: evaluate it on the CPU, ctflow::to<cpu>")));
+    } else {
+      backend::cuda::run_array(out, n.dims(), n, saved);
     }
   }
 };
