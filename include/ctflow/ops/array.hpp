@@ -379,23 +379,25 @@ template <int Axis = 0, Expression E> auto unstack(const E& e) {
 
 namespace ops {
 
-/// Params of extents `params` seen as [outer, n, inner] around Axis, with nidx checked indices:
-/// gather and its adjoint walk the same slices.
+/// Params of extents `params` seen as [outer, n, inner] around Axis, with indices of extents
+/// `idx` (nidx of them): gather and its adjoint walk the same slices. Each kernel checks the
+/// indices as it reads them (index_out_of_range).
 template <int Axis> struct gather_layout {
   std::size_t outer = 1, n = 1, inner = 1, nidx = 1;
-  template <std::size_t RP, class I, std::size_t RI>
-  gather_layout(const dims_t<RP>& params, const expr::strided_view<I, RI>& idx) {
+  template <std::size_t RP, std::size_t RI> gather_layout(const dims_t<RP>& params, const dims_t<RI>& idx) {
     for (std::size_t i = 0; i < RP; ++i) {
       if (int(i) < Axis) outer *= params[i];
       if (int(i) > Axis) inner *= params[i];
     }
     n = params[std::size_t(Axis)];
-    for (auto x : idx.dims) nidx *= x;
-    for (std::size_t j = 0; j < nidx; ++j)
-      if (idx.data[j] < 0 || std::size_t(idx.data[j]) >= n)
-        throw value_error("ctflow::gather: index " + std::to_string(std::int64_t(idx.data[j])) + " out of range [0, " + std::to_string(n) + ")");
+    for (auto x : idx) nidx *= x;
   }
 };
+
+/// gather's error for an index outside [0, n).
+[[noreturn]] inline void index_out_of_range(std::int64_t index, std::size_t n) {
+  throw value_error("ctflow::gather: index " + std::to_string(index) + " out of range [0, " + std::to_string(n) + ")");
+}
 
 template <class T, class SP, class SI, class S, int Axis, class I> struct gather_op {
   using value_type = T;
@@ -472,33 +474,6 @@ template <class T, class SIn, class S, bool Tile> struct index_map_op {
   dims_t<R> out_dims{};
   std::array<std::size_t, R> before{};  // pad: leading padding per axis
   T constant{};
-
-  /// Calls f(e, offset) for each output element e that reads input element `offset` (row-major
-  /// in the input's extents in_dims); padding elements are skipped.
-  template <class F> void walk(const dims_t<R>& in_dims, F&& f) const {
-    const std::size_t n = product(out_dims);
-    std::array<std::size_t, R> idx{};
-    const auto st = row_major_strides(in_dims);
-    for (std::size_t e = 0; e < n; ++e) {
-      std::ptrdiff_t off = 0;
-      bool inside = true;
-      for (std::size_t k = 0; k < R; ++k) {
-        std::size_t i = idx[k];
-        if constexpr (Tile) i %= in_dims[k];
-        else {
-          if (i < before[k] || i - before[k] >= in_dims[k]) { inside = false; break; }
-          i -= before[k];
-        }
-        off += std::ptrdiff_t(i) * st[k];
-      }
-      if (inside) f(e, off);
-      for (std::size_t k = R; k-- > 0;) {
-        if (++idx[k] < out_dims[k]) break;
-        idx[k] = 0;
-      }
-    }
-  }
-
 };
 
 }  // namespace ops

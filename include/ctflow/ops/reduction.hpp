@@ -127,29 +127,13 @@ template <class T, class SIn, int Axis, class SOut, class OutT, class F> struct 
   using value_type = OutT;
   using shape_type = SOut;
   dims_t<std::size_t(SOut::rank)> out_dims{};
-  std::size_t outer = 1, n = 1, inner = 1;
+  std::size_t outer = 1, n = 1, inner = 1;  // the input as [outer, n, inner] around the axis
   F f;
-  /// f on every line along the axis of the contiguous [outer, n, inner] input: the op's
-  /// definition, the same on every device.
-  void each_line(const T* in, OutT* out) const {
-    for (std::size_t o = 0; o < outer; ++o)
-      for (std::size_t i = 0; i < inner; ++i) f(in + o * n * inner + i, out, o, i, n, inner);
-  }
 };
 
-template <bool Max> struct arg_fn {
-  template <class T> void operator()(const T* p, std::int64_t* out, std::size_t o, std::size_t i, std::size_t n, std::size_t inner) const {
-    using V = compute_t<T>;
-    std::size_t best = 0;
-    V bv = V(p[0]);
-    for (std::size_t j = 1; j < n; ++j) {
-      const V v = V(p[j * inner]);
-      // First index among ties, as TensorFlow; a NaN wins over numbers (it is the result there too).
-      if ((Max ? v > bv : v < bv) || (v != v && bv == bv)) { bv = v; best = j; }
-    }
-    out[o * inner + i] = std::int64_t(best);
-  }
-};
+/// argmax (Max) or argmin along the axis: the first index among ties; a NaN wins over numbers
+/// (it is the result there too).
+template <bool Max> struct arg_fn {};
 
 template <bool Max, int Axis, class E> auto make_arg(E&& e) {
   using S = shape_t<E>;
@@ -175,19 +159,10 @@ template <bool Max, int Axis, class E> auto make_arg(E&& e) {
   return expr::make_computed(k, std::forward<E>(e));
 }
 
+/// cumsum along the axis, in the compute type: each element the sum of those before it (and
+/// itself unless exclusive), from the end where reverse.
 struct cumsum_fn {
   bool exclusive, reverse;
-  template <class T> void operator()(const T* p, T* out, std::size_t o, std::size_t i, std::size_t n, std::size_t inner) const {
-    using V = compute_t<T>;
-    V acc(0);
-    T* q = out + o * n * inner + i;
-    for (std::size_t s = 0; s < n; ++s) {
-      const std::size_t j = reverse ? n - 1 - s : s;
-      const V v = V(p[j * inner]);
-      if (exclusive) { q[j * inner] = T(acc); acc += v; }
-      else { acc += v; q[j * inner] = T(acc); }
-    }
-  }
 };
 
 }  // namespace ops
@@ -233,19 +208,6 @@ template <class T, class SIn, std::size_t RO> struct prod_adjoint_op {
   static constexpr std::size_t R = std::size_t(SIn::rank);
   dims_t<R> out_dims{};
   std::array<bool, R> reduced{};
-  template <class F> void walk(F&& f) const {  // f(input index, output index)
-    const std::size_t n = product(out_dims);
-    std::array<std::size_t, R> idx{};
-    for (std::size_t e = 0; e < n; ++e) {
-      std::size_t o = 0;
-      for (std::size_t k = 0; k < R; ++k) if (!reduced[k]) o = o * out_dims[k] + idx[k];
-      f(e, o);
-      for (std::size_t k = R; k-- > 0;) {
-        if (++idx[k] < out_dims[k]) break;
-        idx[k] = 0;
-      }
-    }
-  }
 };
 }  // namespace ops
 

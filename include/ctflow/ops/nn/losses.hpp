@@ -68,12 +68,11 @@ namespace detail {
 
 inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_entropy_with_logits";
 
-/// Checks every label against [0, classes) before any work (the message is TensorFlow's).
-template <class I> void check_labels(const I* labels, std::size_t rows, std::size_t classes) {
-  for (std::size_t r = 0; r < rows; ++r)
-    if (labels[r] < 0 || std::size_t(labels[r]) >= classes)
-      throw value_error(std::string(sparse_name) + ": Received a label value of " + std::to_string(static_cast<long long>(labels[r])) +
-                        " which is outside the valid range of [0, " + std::to_string(classes) + ").");
+/// The error for a label outside [0, classes) (TensorFlow's message); the host devices check
+/// every label before any work.
+[[noreturn]] inline void label_out_of_range(long long label, std::size_t classes) {
+  throw value_error(std::string(sparse_name) + ": Received a label value of " + std::to_string(label) +
+                    " which is outside the valid range of [0, " + std::to_string(classes) + ").");
 }
 
 /// The per-example losses: log(sum(exp(x - max))) + max - x[label], one row per example. Under

@@ -28,10 +28,17 @@ template <class T, class S, int Axis, std::size_t N> struct kernel<ops::concat_o
   }
 };
 
+/// Checks every index of a gather against [0, n) before any work.
+template <class I, std::size_t RI, int Axis> void check_indices(const expr::strided_view<I, RI>& idx, const ops::gather_layout<Axis>& at) {
+  for (std::size_t j = 0; j < at.nidx; ++j)
+    if (idx.data[j] < 0 || std::size_t(idx.data[j]) >= at.n) ops::index_out_of_range(std::int64_t(idx.data[j]), at.n);
+}
+
 template <class T, class SP, class SI, class S, int Axis, class I> struct kernel<ops::gather_op<T, SP, SI, S, Axis, I>> : ops::gather_op<T, SP, SI, S, Axis, I> {
   using op = ops::gather_op<T, SP, SI, S, Axis, I>;
   void run(T* out, const expr::strided_view<T, std::size_t(SP::rank)>& p, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    const ops::gather_layout<Axis> at(p.dims, idx);
+    const ops::gather_layout<Axis> at(p.dims, idx.dims);
+    check_indices(idx, at);
     for (std::size_t o = 0; o < at.outer; ++o)
       for (std::size_t j = 0; j < at.nidx; ++j)
         std::memcpy(out + (o * at.nidx + j) * at.inner, p.data + (o * at.n + std::size_t(idx.data[j])) * at.inner, at.inner * sizeof(T));
@@ -53,12 +60,43 @@ template <class T, class I, class SI, class S> struct kernel<ops::one_hot_op<T, 
   }
 };
 
+/// Calls f(e, offset) for each output element e of pad or tile k that reads input element
+/// `offset` (row-major in the input's extents in_dims); padding elements are skipped.
+template <class T, class SIn, class S, bool Tile, class F>
+void each_read(const ops::index_map_op<T, SIn, S, Tile>& k, const dims_t<std::size_t(S::rank)>& in_dims, F&& f) {
+  constexpr std::size_t R = std::size_t(S::rank);
+  const std::size_t n = product(k.out_dims);
+  std::array<std::size_t, R> idx{};
+  const auto st = row_major_strides(in_dims);
+  for (std::size_t e = 0; e < n; ++e) {
+    std::ptrdiff_t off = 0;
+    bool inside = true;
+    for (std::size_t a = 0; a < R; ++a) {
+      std::size_t i = idx[a];
+      if constexpr (Tile) i %= in_dims[a];
+      else {
+        if (i < k.before[a] || i - k.before[a] >= in_dims[a]) {
+          inside = false;
+          break;
+        }
+        i -= k.before[a];
+      }
+      off += std::ptrdiff_t(i) * st[a];
+    }
+    if (inside) f(e, off);
+    for (std::size_t a = R; a-- > 0;) {
+      if (++idx[a] < k.out_dims[a]) break;
+      idx[a] = 0;
+    }
+  }
+}
+
 template <class T, class SIn, class S, bool Tile> struct kernel<ops::index_map_op<T, SIn, S, Tile>> : ops::index_map_op<T, SIn, S, Tile> {
   using op = ops::index_map_op<T, SIn, S, Tile>;
-  using op::R, op::out_dims, op::constant, op::walk;
+  using op::R, op::out_dims, op::constant;
   void run(T* out, const expr::strided_view<T, R>& in) const {
     if constexpr (!Tile) std::fill_n(out, product(out_dims), constant);
-    walk(in.dims, [&](std::size_t e, std::ptrdiff_t off) { out[e] = in.data[off]; });
+    each_read(*this, in.dims, [&](std::size_t e, std::ptrdiff_t off) { out[e] = in.data[off]; });
   }
 };
 
@@ -90,7 +128,7 @@ template <class K, class SIn> struct kernel<ops::index_map_adjoint_op<K, SIn>> :
   using op::out_dims, op::forward;
   void run(value_type* out, const expr::strided_view<value_type, K::R>& g) const {
     std::fill_n(out, product(out_dims), value_type(0));
-    forward.walk(out_dims, [&](std::size_t e, std::ptrdiff_t off) {
+    each_read(forward, out_dims, [&](std::size_t e, std::ptrdiff_t off) {
       out[off] = value_type(compute_t<value_type>(out[off]) + compute_t<value_type>(g.data[e]));
     });
   }
@@ -100,7 +138,8 @@ template <class T, class SP, class SG, class SI, int Axis, class I> struct kerne
   using op = ops::gather_adjoint_op<T, SP, SG, SI, Axis, I>;
   using op::out_dims;
   void run(T* out, const expr::strided_view<T, std::size_t(SG::rank)>& g, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    const ops::gather_layout<Axis> at(out_dims, idx);
+    const ops::gather_layout<Axis> at(out_dims, idx.dims);
+    check_indices(idx, at);
     std::fill_n(out, product(out_dims), T(0));
     for (std::size_t o = 0; o < at.outer; ++o)
       for (std::size_t j = 0; j < at.nidx; ++j) {

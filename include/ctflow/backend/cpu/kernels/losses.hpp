@@ -14,6 +14,12 @@
 
 namespace ctflow::backend::cpu {
 
+/// Checks every label against [0, classes) before any work.
+template <class I> void check_labels(const I* labels, std::size_t rows, std::size_t classes) {
+  for (std::size_t r = 0; r < rows; ++r)
+    if (labels[r] < 0 || std::size_t(labels[r]) >= classes) nn::detail::label_out_of_range(static_cast<long long>(labels[r]), classes);
+}
+
 /// sum(exp(x - shift)) of n values; with Keep, e[i] = exp(x[i] - shift) as well (vector types).
 template <bool Keep, class T> compute_t<T> row_exp_sum(const T* x, std::size_t n, compute_t<T> shift, std::type_identity_t<T>* e) {
   using V = compute_t<T>;
@@ -91,7 +97,7 @@ template <class T, class I, class SL, class SX> struct kernel<nn::detail::sparse
   void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const { run(out, nullptr, labels, logits); }
   void run(T* out, T* saved, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const {
     const std::size_t rows = product(out_dims), n = classes;
-    nn::detail::check_labels(labels.data, rows, n);
+    check_labels(labels.data, rows, n);
     each_row(rows, n, [&](std::size_t r) {
       out[r] = T(row_xent(logits.data + r * n, n, std::size_t(labels.data[r]), saved ? saved + r * n : nullptr, saved ? saved + rows * n + r : nullptr));
     });
@@ -105,7 +111,7 @@ template <class T, class I, class SL, class SX> struct kernel<nn::detail::sparse
            const expr::strided_view<T, RL>& g) const {
     using V = compute_t<T>;
         const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
-    nn::detail::check_labels(labels.data, rows, n);
+    check_labels(labels.data, rows, n);
     each_row(rows, n, [&, n](std::size_t r) {
       const T* x = logits.data + r * n;
       T* o = out + r * n;

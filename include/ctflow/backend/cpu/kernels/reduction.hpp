@@ -1,12 +1,14 @@
 #pragma once
 // CPU kernels of reductions, scans and their adjoints: reduce.hpp's packet sums in a fixed
-// order, line walks for argmax / argmin / cumsum.
+// order, line walks for argmax / argmin / cumsum (lines split among threads).
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include <ctflow/backend/cpu/evaluator.hpp>
 #include <ctflow/backend/cpu/reduce.hpp>
+#include <ctflow/backend/cpu/thread_pool.hpp>
 #include <ctflow/ops/reduction.hpp>
 
 namespace ctflow::backend::cpu {
@@ -60,9 +62,56 @@ template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, i
   }
 };
 
-template <class T, class SIn, int Axis, class SOut, class OutT, class F> struct kernel<ops::along_axis_op<T, SIn, Axis, SOut, OutT, F>> : ops::along_axis_op<T, SIn, Axis, SOut, OutT, F> {
-  using op = ops::along_axis_op<T, SIn, Axis, SOut, OutT, F>;
-  void run(OutT* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const { this->each_line(in.data, out); }
+/// argmax / argmin: each line of the [outer, n, inner] input walked in order (the first index
+/// among ties; a NaN wins), lines split among threads.
+template <class T, class SIn, int Axis, class SOut, bool Max>
+struct kernel<ops::along_axis_op<T, SIn, Axis, SOut, std::int64_t, ops::arg_fn<Max>>> : ops::along_axis_op<T, SIn, Axis, SOut, std::int64_t, ops::arg_fn<Max>> {
+  void run(std::int64_t* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const {
+    using V = compute_t<T>;
+    const std::size_t n = this->n, inner = this->inner;
+    parallel_for(this->outer * inner, grain_for(n), 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t line = b; line < e; ++line) {
+        const T* p = in.data + (line / inner) * n * inner + line % inner;
+        std::size_t best = 0;
+        V bv = V(p[0]);
+        for (std::size_t j = 1; j < n; ++j) {
+          const V v = V(p[j * inner]);
+          if ((Max ? v > bv : v < bv) || (v != v && bv == bv)) {
+            bv = v;
+            best = j;
+          }
+        }
+        out[line] = std::int64_t(best);
+      }
+    });
+  }
+};
+
+/// cumsum: each line walked in order (from its end where reverse), its sum in the compute type,
+/// lines split among threads.
+template <class T, class SIn, int Axis> struct kernel<ops::along_axis_op<T, SIn, Axis, SIn, T, ops::cumsum_fn>> : ops::along_axis_op<T, SIn, Axis, SIn, T, ops::cumsum_fn> {
+  void run(T* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const {
+    using V = compute_t<T>;
+    const std::size_t n = this->n, inner = this->inner;
+    const bool exclusive = this->f.exclusive, reverse = this->f.reverse;
+    parallel_for(this->outer * inner, grain_for(n), 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t line = b; line < e; ++line) {
+        const std::size_t start = (line / inner) * n * inner + line % inner;
+        V acc(0);
+        for (std::size_t s = 0; s < n; ++s) {
+          const std::size_t j = start + (reverse ? n - 1 - s : s) * inner;
+          const V v = V(in.data[j]);
+          if (exclusive) {
+            out[j] = T(acc);
+            acc += v;
+          } else {
+            acc += v;
+            out[j] = T(acc);
+          }
+        }
+      }
+    });
+  }
 };
 
 template <class T, class SG, class SO> struct kernel<ops::sum_to_op<T, SG, SO>> : ops::sum_to_op<T, SG, SO> {
@@ -82,7 +131,22 @@ template <class T, class SG, class SO> struct kernel<ops::sum_to_op<T, SG, SO>> 
 
 template <class T, class SIn, std::size_t RO> struct kernel<ops::prod_adjoint_op<T, SIn, RO>> : ops::prod_adjoint_op<T, SIn, RO> {
   using op = ops::prod_adjoint_op<T, SIn, RO>;
-  using op::R, op::out_dims, op::reduced, op::walk;
+  using op::R, op::out_dims, op::reduced;
+  /// f(input index, output index) over the input in row-major order.
+  template <class F> void walk(F&& f) const {
+    const std::size_t n = product(out_dims);
+    std::array<std::size_t, R> idx{};
+    for (std::size_t e = 0; e < n; ++e) {
+      std::size_t o = 0;
+      for (std::size_t k = 0; k < R; ++k)
+        if (!reduced[k]) o = o * out_dims[k] + idx[k];
+      f(e, o);
+      for (std::size_t k = R; k-- > 0;) {
+        if (++idx[k] < out_dims[k]) break;
+        idx[k] = 0;
+      }
+    }
+  }
   void run(T* out, const expr::strided_view<T, R>& x, const expr::strided_view<T, RO>& g) const {
     using V = compute_t<T>;
     std::size_t n_out = 1;

@@ -35,6 +35,12 @@ template <std::size_t R> std::ptrdiff_t offset_of(const std::array<std::size_t, 
   return off;
 }
 
+/// Checks every index of a gather against [0, n) before any work.
+template <class I, std::size_t RI, int Axis> void check_indices(const expr::strided_view<I, RI>& idx, const ops::gather_layout<Axis>& at) {
+  for (std::size_t j = 0; j < at.nidx; ++j)
+    if (idx.data[j] < 0 || std::size_t(idx.data[j]) >= at.n) ops::index_out_of_range(std::int64_t(idx.data[j]), at.n);
+}
+
 }  // namespace array_detail
 
 /// out[..., at_k + j, ...] = in_k[..., j, ...], the operands placed in turn along Axis.
@@ -64,7 +70,8 @@ template <class T, class S, int Axis, std::size_t N> struct kernel<ops::concat_o
 template <class T, class SP, class SI, class S, int Axis, class I> struct kernel<ops::gather_op<T, SP, SI, S, Axis, I>> : ops::gather_op<T, SP, SI, S, Axis, I> {
   using op = ops::gather_op<T, SP, SI, S, Axis, I>;
   void run(T* out, const expr::strided_view<T, std::size_t(SP::rank)>& p, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    const ops::gather_layout<Axis> at(p.dims, idx);  // checks the indices
+    const ops::gather_layout<Axis> at(p.dims, idx.dims);
+    array_detail::check_indices(idx, at);
     for (std::size_t o = 0; o < at.outer; ++o)
       for (std::size_t j = 0; j < at.nidx; ++j)
         for (std::size_t i = 0; i < at.inner; ++i)
@@ -167,7 +174,8 @@ template <class T, class SP, class SG, class SI, int Axis, class I> struct kerne
   using op = ops::gather_adjoint_op<T, SP, SG, SI, Axis, I>;
   using op::out_dims;
   void run(T* out, const expr::strided_view<T, std::size_t(SG::rank)>& g, const expr::strided_view<I, std::size_t(SI::rank)>& idx) const {
-    const ops::gather_layout<Axis> at(out_dims, idx);  // checks the indices
+    const ops::gather_layout<Axis> at(out_dims, idx.dims);
+    array_detail::check_indices(idx, at);
     std::vector<array_detail::sum_t<T>> acc(product(out_dims));
     for (std::size_t o = 0; o < at.outer; ++o)
       for (std::size_t j = 0; j < at.nidx; ++j)

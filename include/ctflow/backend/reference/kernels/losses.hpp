@@ -15,6 +15,12 @@ namespace ctflow::backend::reference {
 
 namespace losses_detail {
 
+/// Checks every label against [0, classes) before any work.
+template <class I> void check_labels(const I* labels, std::size_t rows, std::size_t classes) {
+  for (std::size_t r = 0; r < rows; ++r)
+    if (labels[r] < 0 || std::size_t(labels[r]) >= classes) nn::detail::label_out_of_range(static_cast<long long>(labels[r]), classes);
+}
+
 /// The softmax of the n logits x into p (double), and log(sum(exp(x - max))) + max.
 template <class T> double softmax_row(const T* x, std::size_t n, std::vector<double>& p) {
   double m = -std::numeric_limits<double>::infinity();
@@ -37,7 +43,7 @@ template <class T, class I, class SL, class SX> struct kernel<nn::detail::sparse
   /// softmax = p * scale.
   void run(T* out, T* saved, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits) const {
     const std::size_t rows = product(out_dims), n = classes;
-    nn::detail::check_labels(labels.data, rows, n);
+    losses_detail::check_labels(labels.data, rows, n);
     std::vector<double> p;
     for (std::size_t r = 0; r < rows; ++r) {
       const T* x = logits.data + r * n;
@@ -59,7 +65,7 @@ template <class T, class I, class SL, class SX> struct kernel<nn::detail::sparse
   void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& logits, const expr::strided_view<T, RL>&,
            const expr::strided_view<T, RL>& g) const {
     const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
-    nn::detail::check_labels(labels.data, rows, n);
+    losses_detail::check_labels(labels.data, rows, n);
     std::vector<double> p;
     for (std::size_t r = 0; r < rows; ++r) {
       losses_detail::softmax_row(logits.data + r * n, n, p);
@@ -77,7 +83,7 @@ template <class T, class I, class SL, class SX> struct kernel<nn::detail::sparse
   void run(T* out, const expr::strided_view<I, RL>& labels, const expr::strided_view<T, RX>& saved, const expr::strided_view<T, RL>& scale,
            const expr::strided_view<T, RL>& g) const {
     const std::size_t n = out_dims[RX - 1], rows = n ? product(out_dims) / n : 0;
-    nn::detail::check_labels(labels.data, rows, n);
+    losses_detail::check_labels(labels.data, rows, n);
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t label = std::size_t(labels.data[r]);
       const double gr = double(g.data[r]), s = double(scale.data[r]);

@@ -73,11 +73,51 @@ template <template <class> class Op, class T, class SIn, bool Keep, bool Mean, i
   }
 };
 
-/// argmax / argmin / cumsum: the op's line function f on each line along the axis of the
-/// [outer, n, inner] layout.
-template <class T, class SIn, int Axis, class SOut, class OutT, class F> struct kernel<ops::along_axis_op<T, SIn, Axis, SOut, OutT, F>> : ops::along_axis_op<T, SIn, Axis, SOut, OutT, F> {
-  using op = ops::along_axis_op<T, SIn, Axis, SOut, OutT, F>;
-  void run(OutT* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const { this->each_line(in.data, out); }
+/// argmax / argmin: each line along the axis of the [outer, n, inner] input walked in order, the
+/// first index among ties kept; a NaN wins over numbers (it is the result there too).
+template <class T, class SIn, int Axis, class SOut, bool Max>
+struct kernel<ops::along_axis_op<T, SIn, Axis, SOut, std::int64_t, ops::arg_fn<Max>>> : ops::along_axis_op<T, SIn, Axis, SOut, std::int64_t, ops::arg_fn<Max>> {
+  void run(std::int64_t* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const {
+    using V = compute_t<T>;
+    for (std::size_t o = 0; o < this->outer; ++o)
+      for (std::size_t i = 0; i < this->inner; ++i) {
+        const T* p = in.data + o * this->n * this->inner + i;
+        std::size_t best = 0;
+        V bv = V(p[0]);
+        for (std::size_t j = 1; j < this->n; ++j) {
+          const V v = V(p[j * this->inner]);
+          if ((Max ? v > bv : v < bv) || (v != v && bv == bv)) {
+            bv = v;
+            best = j;
+          }
+        }
+        out[o * this->inner + i] = std::int64_t(best);
+      }
+  }
+};
+
+/// cumsum: each line walked in order (from its end where reverse), its sum so far in the compute
+/// type written at each element (before adding it where exclusive).
+template <class T, class SIn, int Axis> struct kernel<ops::along_axis_op<T, SIn, Axis, SIn, T, ops::cumsum_fn>> : ops::along_axis_op<T, SIn, Axis, SIn, T, ops::cumsum_fn> {
+  void run(T* out, const expr::strided_view<T, std::size_t(SIn::rank)>& in) const {
+    using V = compute_t<T>;
+    const std::size_t n = this->n, inner = this->inner;
+    for (std::size_t o = 0; o < this->outer; ++o)
+      for (std::size_t i = 0; i < inner; ++i) {
+        V acc(0);
+        for (std::size_t s = 0; s < n; ++s) {
+          const std::size_t at = (o * n + (this->f.reverse ? n - 1 - s : s)) * inner + i;
+          const V v = V(in.data[at]);
+          if (this->f.exclusive) {
+            out[at] = T(acc);
+            acc += v;
+          } else {
+            acc += v;
+            out[at] = T(acc);
+          }
+        }
+      }
+  }
 };
 
 /// g (a broadcast result's extents) summed down to the operand's: over the leading axes the
