@@ -11,6 +11,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <cstring>
 
@@ -291,19 +292,22 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
       const void* end = p_ + size();
       if (contiguous && !detail::unsafe_alias(e, b, end, dims_)) {
         executor<D>::assign(p_, dims_, e);
-      } else {
+      } else if constexpr (host_device_v<D>) {
         // Evaluate first, then scatter into the strided memory (it may overlap the operands).
         const Tensor<value_type, S, D> t(e);
-        std::size_t idx[rank > 0 ? rank : 1] = {};
-        for (std::size_t n = 0; n < t.size(); ++n) {
-          std::ptrdiff_t o = 0;
-          for (int k = 0; k < rank; ++k) o += std::ptrdiff_t(idx[k]) * strides_[std::size_t(k)];
-          p_[o] = t.data()[n];
-          for (int k = rank; k-- > 0;) {
-            if (++idx[k] < dims_[std::size_t(k)]) break;
-            idx[k] = 0;
-          }
-        }
+        scatter(t.data(), p_);
+      } else if (size() > 0) {
+        // On a device whose memory the host does not read: the values and the viewed span
+        // copied to the host, scattered there, and the span copied back.
+        const Tensor<value_type, S, D> t(e);
+        std::vector<value_type> values(t.size());
+        D::copy_to_host(values.data(), t.data(), t.size() * sizeof(value_type));
+        std::ptrdiff_t lo = 0, hi = 0;
+        for (std::size_t k = 0; k < std::size_t(rank); ++k) (strides_[k] < 0 ? lo : hi) += strides_[k] * std::ptrdiff_t(dims_[k] - 1);
+        std::vector<value_type> span(std::size_t(hi - lo + 1));
+        D::copy_to_host(span.data(), p_ + lo, span.size() * sizeof(value_type));
+        scatter(values.data(), span.data() - lo);
+        D::copy_from_host(p_ + lo, span.data(), span.size() * sizeof(value_type));
       }
     }
     return *this;
@@ -319,17 +323,46 @@ template <class T, ShapeType S, class D = cpu> class TensorView {
   const dims_t<std::size_t(rank)>& shape() const { return dims_; }
   const std::array<std::ptrdiff_t, std::size_t(rank)>& strides() const { return strides_; }
 
-  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank))
+  /// @brief An element (on a device whose memory the host does not read, a copy of it, or for a
+  /// writable view a proxy that copies what is assigned to it in).
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && host_device_v<D>)
   T& operator()(I... i) const {
-    std::ptrdiff_t o = 0, k = 0;
-    ((o += std::ptrdiff_t(i) * strides_[std::size_t(k++)]), ...);
-    return p_[o];
+    return p_[offset(i...)];
+  }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D> && !std::is_const_v<T>)
+  detail::device_element<T, D> operator()(I... i) const {
+    return detail::device_element<T, D>(p_ + offset(i...));
+  }
+  template <std::integral... I> requires(sizeof...(I) == std::size_t(rank) && !host_device_v<D> && std::is_const_v<T>)
+  value_type operator()(I... i) const {
+    return detail::device_element<value_type, D>(const_cast<value_type*>(p_ + offset(i...)));
   }
   /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
   value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
 
  private:
+  template <class... I> std::ptrdiff_t offset(I... i) const {
+    std::ptrdiff_t o = 0, k = 0;
+    ((o += std::ptrdiff_t(i) * strides_[std::size_t(k++)]), ...);
+    return o;
+  }
+  // The row-major values `from` written at this view's offsets from base.
+  void scatter(const value_type* from, value_type* base) const {
+    std::size_t idx[rank > 0 ? rank : 1] = {};
+    for (std::size_t n = 0; n < size(); ++n) {
+      base[offset_of(idx)] = from[n];
+      for (int k = rank; k-- > 0;) {
+        if (++idx[k] < dims_[std::size_t(k)]) break;
+        idx[k] = 0;
+      }
+    }
+  }
+  std::ptrdiff_t offset_of(const std::size_t* idx) const {
+    std::ptrdiff_t o = 0;
+    for (std::size_t k = 0; k < std::size_t(rank); ++k) o += std::ptrdiff_t(idx[k]) * strides_[k];
+    return o;
+  }
   T* p_;
   dims_t<std::size_t(rank)> dims_;
   std::array<std::ptrdiff_t, std::size_t(rank)> strides_;

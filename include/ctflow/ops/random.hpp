@@ -1,22 +1,40 @@
 #pragma once
 /// @file
 /// @brief Fills, ranges and seeded random tensors (tf.fill, zeros, ones, range, random.uniform,
-/// random.normal, random.truncated_normal). Random values come from a counter-based Philox-4x32
-/// stream: the same seed gives the same tensor on every machine and thread count.
+/// random.normal, random.truncated_normal) on any device. Random values come from a counter-based
+/// Philox-4x32 stream: the same seed gives the same tensor on every machine, thread count and
+/// device (they are written on the host, then copied where the device's memory is not the host's).
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include <ctflow/core/tensor.hpp>
 
 namespace ctflow {
 
+namespace detail {
+/// A tensor of extents d on device D whose elements `write(data, n)` sets on the host: in place
+/// where D's memory is the host's, else into host memory copied to D (the same values on every
+/// device).
+template <class T, class S, class D, class W> Tensor<T, S, D> written_on_host(const dims_t<std::size_t(S::rank)>& d, W&& write) {
+  if constexpr (host_device_v<D>) {
+    Tensor<T, S, D> t(d, uninitialized);
+    write(t.data(), t.size());
+    return t;
+  } else {
+    Tensor<T, S, cpu> t(d, uninitialized);
+    write(t.data(), t.size());
+    return to<D>(t);
+  }
+}
+}  // namespace detail
+
 /// @brief tf.fill / zeros / ones for a static shape, or for given extents.
 template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> fill(T value, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S, D> t(d);
-  std::fill(t.begin(), t.end(), value);
-  return t;
+  return detail::written_on_host<T, S, D>(d, [&](T* p, std::size_t n) { std::fill_n(p, n, value); });
 }
 template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> zeros(const dims_t<std::size_t(S::rank)>& d = S::extents) { return Tensor<T, S, D>(d); }
 template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> ones(const dims_t<std::size_t(S::rank)>& d = S::extents) { return fill<T, S, D>(T(1), d); }
@@ -25,9 +43,9 @@ template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> ones(const dims_t
 template <DType T, class D = cpu> Tensor<T, Shape<dyn>, D> range(T start, T limit, T delta = T(1)) {
   if (delta == T(0)) throw value_error("ctflow::range: delta must not be 0");
   const double n = std::ceil((double(limit) - double(start)) / double(delta));
-  Tensor<T, Shape<dyn>, D> t({n > 0 ? std::size_t(n) : 0});
-  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = T(start + T(i) * delta);
-  return t;
+  return detail::written_on_host<T, Shape<dyn>, D>({n > 0 ? std::size_t(n) : 0}, [&](T* p, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) p[i] = T(start + T(i) * delta);
+  });
 }
 template <DType T, class D = cpu> Tensor<T, Shape<dyn>, D> range(T limit) { return range<T, D>(T(0), limit, T(1)); }
 
@@ -69,35 +87,35 @@ inline double standard_normal(std::uint64_t seed, std::uint64_t i) {
 /// @brief tf.random.uniform: values in [minval, maxval), seeded.
 template <DType T, ShapeType S, class D = cpu>
 Tensor<T, S, D> random_uniform(std::uint64_t seed, double minval = 0.0, double maxval = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S, D> t(d);
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    double v = minval + (maxval - minval) * random::unit(seed, i);
-    if constexpr (is_integer_v<T>) v = std::floor(v);
-    t.data()[i] = T(v >= maxval && is_floating_v<T> ? minval : v);
-  }
-  return t;
+  return detail::written_on_host<T, S, D>(d, [&](T* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      double v = minval + (maxval - minval) * random::unit(seed, i);
+      if constexpr (is_integer_v<T>) v = std::floor(v);
+      p[i] = T(v >= maxval && is_floating_v<T> ? minval : v);
+    }
+  });
 }
 
 /// @brief tf.random.normal: mean + stddev * N(0, 1), seeded.
 template <DType T, ShapeType S, class D = cpu>
 Tensor<T, S, D> random_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S, D> t(d);
-  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = T(mean + stddev * random::standard_normal(seed, i));
-  return t;
+  return detail::written_on_host<T, S, D>(d, [&](T* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = T(mean + stddev * random::standard_normal(seed, i));
+  });
 }
 
 /// @brief tf.random.truncated_normal: normal values, redrawn where more than two standard
 /// deviations from the mean.
 template <DType T, ShapeType S, class D = cpu>
 Tensor<T, S, D> truncated_normal(std::uint64_t seed, double mean = 0.0, double stddev = 1.0, const dims_t<std::size_t(S::rank)>& d = S::extents) {
-  Tensor<T, S, D> t(d);
-  const std::uint64_t stride = std::uint64_t(1) << 40;  // redraws use counters far past the first draws
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    double z = random::standard_normal(seed, i);
-    for (std::uint64_t k = 1; std::abs(z) > 2.0; ++k) z = random::standard_normal(seed, i + k * stride);
-    t.data()[i] = T(mean + stddev * z);
-  }
-  return t;
+  return detail::written_on_host<T, S, D>(d, [&](T* p, std::size_t n) {
+    const std::uint64_t stride = std::uint64_t(1) << 40;  // redraws use counters far past the first draws
+    for (std::size_t i = 0; i < n; ++i) {
+      double z = random::standard_normal(seed, i);
+      for (std::uint64_t k = 1; std::abs(z) > 2.0; ++k) z = random::standard_normal(seed, i + k * stride);
+      p[i] = T(mean + stddev * z);
+    }
+  });
 }
 
 }  // namespace ctflow

@@ -187,6 +187,9 @@ void add_cases(suite& s) {
   s.check("float64 mean", [](const auto& p) { return reduce_mean<0>(p * p); }, 1e-12, d1);
   s.check("bfloat16 sum", [](const auto& p) { return reduce_sum<1>(p); }, 1e-2, h);
   s.check("float16 max", [](const auto& p) { return reduce_max<0>(p); }, 0, f16);
+  s.check("int64 sum", [](const auto& p) { return reduce_sum<1>(cast<std::int64_t>(p)); }, 0, i);
+  s.check("uint8 mean", [](const auto& p) { return reduce_mean<1>(cast<std::uint8_t>(p)); }, 0, j);
+  s.check("int8 max", [](const auto& p) { return reduce_max<0>(p); }, 0, small);
   // Casts at the edges: NaN, infinities, out of range, halves.
   Tensor<float, Shape<10>> edges;
   const float edge_values[] = {std::nanf(""), INFINITY, -INFINITY, 3e9f, -3e9f, 2.5f, -2.5f, 0.5f, -0.f, 1e-30f};

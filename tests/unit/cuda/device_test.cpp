@@ -340,3 +340,45 @@ TEST_CASE("cuda device (a GPU, or one emulated on the host): argmax, cumsum, red
     nvrtc_compiles(scope);
   }
 }
+
+TEST_CASE("cuda device (a GPU, or one emulated on the host): fills and random tensors, views of device memory, and gradients of one variable among several") {
+  gpu_under_test scope;
+  SECTION("fill, ones, range and the random tensors give the cpu device's values") {
+    require_equal(ones<float, Shape<2, 3>, cuda>(), ones<float, Shape<2, 3>>(), 0);
+    require_equal(fill<std::int32_t, D2, cuda>(7, {3, 4}), fill<std::int32_t, D2>(7, {3, 4}), 0);
+    require_equal(range<float, cuda>(1.f, 4.f, 0.5f), range<float>(1.f, 4.f, 0.5f), 0);
+    require_equal(random_uniform<float, D2, cuda>(5, -1, 1, {4, 9}), random_uniform<float, D2>(5, -1, 1, {4, 9}), 0);
+    require_equal(random_normal<double, D1, cuda>(6, 0, 2, {33}), random_normal<double, D1>(6, 0, 2, {33}), 0);
+    require_equal(truncated_normal<float, D1, cuda>(7, 1, 3, {65}), truncated_normal<float, D1>(7, 1, 3, {65}), 0);
+  }
+  SECTION("a view of device memory: its elements copied out and in, a strided view assigned") {
+    const auto x = uniform<float, D2>({4, 6}, 31);
+    Tensor<float, D2, cuda> g = to<cuda>(x);
+    Tensor<float, D2> c = x;
+    const TensorView<const float, D2, cuda> all(g);
+    CHECK(all(3, 5) == x(3, 5));
+    // Every other column of rows 1..3, backwards: negative and positive strides.
+    TensorView<float, D2, cuda> part(g.data() + 3 * 6 + 4, {3, 3}, {-6, -2});
+    TensorView<float, D2> same(c.data() + 3 * 6 + 4, {3, 3}, {-6, -2});
+    part = part * 2.f + 1.f;
+    same = same * 2.f + 1.f;
+    require_equal(g, c, 1e-6);
+    part(0, 1) = 9.f;
+    CHECK(float(part(0, 1)) == 9.f);
+    CHECK(to<cpu>(g)(3, 2) == 9.f);
+  }
+  SECTION("the gradient of one variable among several of its type: the others' gates read zeros in device memory") {
+    const auto a = uniform<float, D2>({3, 4}, 32), b = uniform<float, D2>({5, 2}, 33);
+    const auto ga = to<cuda>(a), gb = to<cuda>(b);
+    auto [g] = grad(reduce_sum(square(ga)) + reduce_sum(sin(gb)), ga);
+    auto [c] = grad(reduce_sum(square(a)) + reduce_sum(sin(b)), a);
+    require_equal(eval(g), eval(c), 1e-6);
+    if (scope.gpu) {
+      gen::temporaries keep;
+      const auto closed = gen::device_view(autodiff::detail::gate_view(gb, false, ga.dims()), keep);
+      CHECK(scope.gpu->owns(closed.data));
+      CHECK(closed.dims == ga.dims());
+      CHECK(to<cpu>(TensorView<const float, D2, cuda>(closed.data, closed.dims, closed.strides))(2, 3) == 0.f);
+    }
+  }
+}

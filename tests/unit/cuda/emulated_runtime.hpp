@@ -19,9 +19,21 @@ class emulated_runtime final : public ctflow::backend::cuda::runtime {
  public:
   void* allocate(std::size_t bytes) override {
     ++allocations;
-    return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    held[p] = bytes;
+    return p;
   }
-  void release(void* p, std::size_t) override { std::free(p); }
+  void release(void* p, std::size_t) override {
+    held.erase(p);
+    std::free(p);
+  }
+  /// Whether p is in the emulated device's memory (what a GPU's kernels can read).
+  bool owns(const void* p) const {
+    auto it = held.upper_bound(p);
+    if (it == held.begin()) return false;
+    --it;
+    return static_cast<const char*>(p) < static_cast<const char*>(it->first) + it->second;
+  }
   std::string name() const override { return "GPU:0 (emulated on the host)"; }
   void copy(void* dst, const void* src, std::size_t bytes, ctflow::backend::cuda::copy_kind) override { std::memcpy(dst, src, bytes); }
   void zero(void* p, std::size_t bytes) override { std::memset(p, 0, bytes); }
@@ -48,6 +60,7 @@ class emulated_runtime final : public ctflow::backend::cuda::runtime {
 
   std::size_t allocations = 0, launches = 0, matmuls = 0;
   std::vector<std::string> entries;  // each launch's entry point
+  std::map<const void*, std::size_t> held;  // the device memory given out, by address
   /// Whether an entry point whose name holds `part` ran.
   bool ran_entry(const std::string& part) const {
     return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.find(part) != std::string::npos; });

@@ -80,7 +80,8 @@ template <class G> auto gate(const G& g, bool on) {
 }
 
 /// A view that is the operand when open and zeros of the given extents when closed (the
-/// operand then need not have those extents: it is another variable of the same type).
+/// operand then need not have those extents: it is another variable of the same type). Its zero
+/// is in host memory; a device whose memory the host does not hold reads one of its own.
 template <std::size_t R> struct gate_map : ops::view_base<R> {
   bool on = false;
   template <class T> bool map(const expr::strided_view<T, R>& in, expr::strided_view<T, R>& out) const {

@@ -41,9 +41,11 @@ template <class T> using array_sum_t = std::conditional_t<is_floating_v<T>, doub
 /// struct holds `scratch` (that many elements, zeroed before the launch) and `total`, and the
 /// source has the entries `_serial` (one thread) and `_finish32/64` (scratch converted into out).
 struct array_source {
-  array_source(const char* out, const char* value, std::size_t r) : out_type(out), value_type(value), rank(r) {}
+  array_source(const char* out, const char* value, std::size_t r, const char* sum = nullptr)
+      : out_type(out), value_type(value), sum_type(sum ? sum : value), rank(r) {}
   const char* out_type;    // out's storage
-  const char* value_type;  // what is stored there (its compute type)
+  const char* value_type;  // what is stored there (its compute type): ctflow_value
+  const char* sum_type;    // where the adjoints add: ctflow_sum
   std::size_t rank;
   std::string fields;   // after out, n, dims (and scratch, total)
   std::string helpers;  // before ctflow_item (ctflow_value names the value type)
@@ -55,7 +57,7 @@ struct array_source {
     const std::string rm = std::to_string(rank > 0 ? rank : 1);
     std::string body = "struct ctflow_args {\n  " + std::string(out_type) + "* out;\n  long long n;\n  long long dims[" + rm + "];\n";
     if (scratch_type) body += "  " + std::string(scratch_type) + "* scratch;\n  long long total;\n";
-    body += fields + "};\n\nconstexpr int R = " + std::to_string(rank) + ", RM = " + rm + ";\nusing ctflow_value = " + value_type + ";\n\n" + helpers;
+    body += fields + "};\n\nconstexpr int R = " + std::to_string(rank) + ", RM = " + rm + ";\nusing ctflow_value = " + value_type + ";\nusing ctflow_sum = " + sum_type + ";\n\n" + helpers;
     body += "template <bool Serial> __device__ __forceinline__ void ctflow_item(const ctflow_args& a, long long i, const long long* c) {\n" + item + "}\n";
     body += R"(
 // A grid-stride loop over the items, each a thread's.
@@ -276,19 +278,19 @@ template <class T, class SIn0, class S, bool Tile, class SIn> struct array_kerne
   using K = ops::index_map_adjoint_op<ops::index_map_op<T, SIn0, S, Tile>, SIn>;
   static const generated_kernel& kernel() {
     static const generated_kernel k = [] {
-      detail::array_source s(source_type<T>(), source_type<compute_t<T>>(), R);
-      const std::string rm = detail::array_extent(R), sum = source_type<detail::array_sum_t<T>>();
+      detail::array_source s(source_type<T>(), source_type<compute_t<T>>(), R, source_type<detail::array_sum_t<T>>());
+      const std::string rm = detail::array_extent(R);
       s.fields = "  const " + std::string(source_type<T>()) + "* g;\n  long long strides[" + rm + "];\n  long long g_dims[" + rm +
                  "];\n  long long before[" + rm + "];\n";
       if constexpr (Tile)
-        s.item = "  long long copies = 1;\n  for (int d = 0; d < R; ++d) copies *= a.g_dims[d] / a.dims[d];\n  " + sum +
-                 " acc = 0;\n  for (long long t = 0; t < copies; ++t) {\n    long long rest = t, off = 0;\n"
+        s.item = "  long long copies = 1;\n  for (int d = 0; d < R; ++d) copies *= a.g_dims[d] / a.dims[d];\n"
+                 "  ctflow_sum acc = 0;\n  for (long long t = 0; t < copies; ++t) {\n    long long rest = t, off = 0;\n"
                  "    for (int d = R - 1; d >= 0; --d) {\n      const long long tiles = a.g_dims[d] / a.dims[d];\n"
-                 "      off += (c[d] + (rest % tiles) * a.dims[d]) * a.strides[d];\n      rest /= tiles;\n    }\n    acc += " +
-                 sum + "(ctflow_load(a.g + off));\n  }\n  ctflow_store(a.out + i, ctflow_value(acc));\n";
+                 "      off += (c[d] + (rest % tiles) * a.dims[d]) * a.strides[d];\n      rest /= tiles;\n    }\n"
+                 "    acc += ctflow_sum(ctflow_load(a.g + off));\n  }\n  ctflow_store(a.out + i, ctflow_value(acc));\n";
       else
         s.item = "  long long off = 0;\n  for (int d = 0; d < R; ++d) off += (c[d] + a.before[d]) * a.strides[d];\n"
-                 "  ctflow_store(a.out + i, ctflow_load(a.g + off));\n";
+                 "  ctflow_store(a.out + i, ctflow_value(ctflow_sum(0) + ctflow_sum(ctflow_load(a.g + off))));  // 0 + g, as a sum: -0 gives +0\n";
       return s.assemble();
     }();
     return k;
@@ -315,16 +317,16 @@ template <class T, class SE, class S, class M> struct array_kernel<ops::view_adj
   using sum_t = detail::array_sum_t<T>;
   static const generated_kernel& kernel() {
     static const generated_kernel k = [] {
-      detail::array_source s(source_type<T>(), source_type<compute_t<T>>(), RO);
-      const std::string rm = detail::array_extent(RO), sum = source_type<sum_t>();
+      detail::array_source s(source_type<T>(), source_type<compute_t<T>>(), RO, source_type<sum_t>());
+      const std::string rm = detail::array_extent(RO);
       s.scratch_type = source_type<sum_t>();
       s.fields = "  const " + std::string(source_type<T>()) + "* g;\n  long long strides[" + rm + "];\n  long long summed[" + rm +
                  "];  // g's extents on broadcast axes, 1 elsewhere\n  long long at[" + rm + "];  // the view's strides in out\n"
                  "  long long base, count;\n";
       s.item = "  long long from = 0, to = a.base;\n  for (int d = 0; d < R; ++d) {\n    from += c[d] * a.strides[d];\n"
-               "    to += c[d] * a.at[d];\n  }\n  " + sum + " acc = 0;\n  for (long long j = 0; j < a.count; ++j) {\n"
+               "    to += c[d] * a.at[d];\n  }\n  ctflow_sum acc = 0;\n  for (long long j = 0; j < a.count; ++j) {\n"
                "    long long rest = j, off = from;\n    for (int d = R - 1; d >= 0; --d) {\n      off += (rest % a.summed[d]) * a.strides[d];\n"
-               "      rest /= a.summed[d];\n    }\n    acc += " + sum + "(ctflow_load(a.g + off));\n  }\n"
+               "      rest /= a.summed[d];\n    }\n    acc += ctflow_sum(ctflow_load(a.g + off));\n  }\n"
                "  if (Serial) a.scratch[to] += acc;\n  else ctflow_store(a.out + to, ctflow_value(acc));\n";
       return s.assemble();
     }();
@@ -352,6 +354,12 @@ template <class T, class SE, class S, class M> struct array_kernel<ops::view_adj
       distinct = distinct && stride > reach;
       reach += stride * (extent - 1);
     }
+    // Otherwise every element of g is an item, added in g's order (the reference device's).
+    if (!distinct) {
+      items = g.dims;
+      summed.fill(1);
+      count = 1;
+    }
     const std::size_t total = product(d);
     void* sums = distinct || product(items) == 0 ? nullptr : scratch(total * sizeof(sum_t));
     auto p = detail::array_head(out, items, sums, total);
@@ -376,7 +384,7 @@ template <class T, class SP, class SG, class SI, int Axis, class I> struct array
   using sum_t = detail::array_sum_t<T>;
   static const generated_kernel& kernel() {
     static const generated_kernel k = [] {
-      detail::array_source s(source_type<T>(), source_type<compute_t<T>>(), RC);
+      detail::array_source s(source_type<T>(), source_type<compute_t<T>>(), RC, source_type<sum_t>());
       s.scratch_type = source_type<sum_t>();
       const std::string ax = std::to_string(Axis), ri = std::to_string(RI), rim = detail::array_extent(RI);
       s.fields = "  const " + std::string(source_type<T>()) + "* g;\n  long long gstrides[" + detail::array_extent(RG) + "];\n  const " +
@@ -392,7 +400,7 @@ template <class T, class SP, class SG, class SI, int Axis, class I> struct array
                "    for (int q = " + ri + " - 1; q >= 0; --q) {\n      const long long x = rest % a.idims[q];\n      rest /= a.idims[q];\n"
                "      at += x * a.istrides[q];\n      from += x * a.gstrides[" + ax + " + q];\n    }\n"
                "    const long long r = (long long)ctflow_load(a.idx + at);\n    if (r < 0 || r >= a.extent) { CTFLOW_STATUS = 1; return; }\n"
-               "    a.scratch[column + r * row] += " + source_type<sum_t>() + "(ctflow_load(a.g + from));\n  }\n";
+               "    a.scratch[column + r * row] += ctflow_sum(ctflow_load(a.g + from));\n  }\n";
       s.failures = {"ctflow::gather: an index out of range of the gathered axis"};
       return s.assemble();
     }();

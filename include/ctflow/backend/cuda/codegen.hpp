@@ -415,16 +415,16 @@ template <class E> const generated_kernel& kernel_for() {
       body += std::string("  template <class X> __device__ __forceinline__ X operator()(const X& a, const X& b) const { ") +
               detail::reduction<K>::template op<A>::source + " }\n};\n\n";
       body += "constexpr int R = " + std::to_string(R) + ", K = " + std::to_string(o.inputs) + ", KM = K > 0 ? K : 1;\n";
-      body += "using ctflow_acc = " + acc + ";\n\n";
+      body += "using ctflow_acc = " + acc + ";\nusing ctflow_out = " + value + ";  // what out's elements are computed as\n\n";
       body += "template <class I> __device__ __forceinline__ ctflow_acc ctflow_element(const ctflow_args& a, const I* o) {\n";
       body += "  return ctflow_acc(" + o.value + ");\n}\n\n";
       body += "__device__ __forceinline__ void ctflow_finish(const ctflow_args& a, long long g, ctflow_acc v) {\n";
       if (detail::reduction<K>::mean) {
-        body += "  if (a.count == 0) return ctflow_store(a.out + g, " + value + "(v));\n";
-        if constexpr (is_floating_v<typename K::value_type>) body += "  ctflow_store(a.out + g, " + value + "(v / ctflow_acc(a.count)));\n";
-        else body += "  ctflow_store(a.out + g, " + value + "((long long)v / a.count));\n";
+        body += "  if (a.count == 0) return ctflow_store(a.out + g, ctflow_out(v));\n";
+        if constexpr (is_floating_v<typename K::value_type>) body += "  ctflow_store(a.out + g, ctflow_out(v / ctflow_acc(a.count)));\n";
+        else body += "  ctflow_store(a.out + g, ctflow_out((long long)v / a.count));\n";
       } else {
-        body += "  ctflow_store(a.out + g, " + value + "(v));\n";
+        body += "  ctflow_store(a.out + g, ctflow_out(v));\n";
       }
       body += "}\n";
       body += R"(

@@ -21,11 +21,13 @@
 #include <type_traits>
 #include <vector>
 
+#include <ctflow/autodiff/rules/elementwise.hpp>
 #include <ctflow/backend/cuda/array_kernels.hpp>
 #include <ctflow/backend/cuda/codegen.hpp>
 #include <ctflow/backend/cuda/line_kernels.hpp>
 #include <ctflow/backend/cuda/runtime.hpp>
 #include <ctflow/core/device.hpp>
+#include <ctflow/core/tensor.hpp>
 #include <ctflow/detail/buffer.hpp>
 #include <ctflow/expr/computed.hpp>
 #include <ctflow/expr/elementwise.hpp>
@@ -115,6 +117,13 @@ template <class N> auto device_view(const N& n, temporaries& keep) {
       return expr::strided_view<value_t<E>, RE>{p, d, row_major_strides(d)};
     };
     expr::strided_view<T, R> v;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(n.m)>, autodiff::detail::gate_map<R>>) {
+      if (!n.m.on) {  // a closed gate of a gradient reads zeros: one zero in device memory, stride 0
+        T* zero = keep.make<T>(1);
+        device_state::instance().rt().zero(zero, sizeof(T));
+        return expr::strided_view<T, R>{zero, n.m.out_dims, {}};
+      }
+    }
     if constexpr (is_leaf_v<E>) {
       if (n.m.map(device_view(n.e, keep), v)) return v;
     }
@@ -128,13 +137,15 @@ template <class N> auto device_view(const N& n, temporaries& keep) {
   }
 }
 
-/// The value of node n in dense row-major device memory: its own where it is so, else evaluated.
+/// The value of node n in dense row-major device memory: its own where it is so, else a copy.
 template <class N> auto dense_view(const N& n, temporaries& keep) {
+  using T = value_t<N>;
   auto v = device_view(n, keep);
   if (v.contiguous()) return v;
+  // Copied from where device_view found it, through its strides: n is not evaluated again.
   const auto d = n.dims();
-  value_t<N>* p = keep.make<value_t<N>>(product(d));
-  evaluate(p, d, n);
+  T* p = keep.make<T>(product(d));
+  evaluate(p, d, TensorView<const T, shape_t<N>, ctflow::cuda>(v.data, v.dims, v.strides));
   return decltype(v){p, d, row_major_strides(d)};
 }
 

@@ -165,14 +165,15 @@ template <class T, class I, std::size_t RL> generated_kernel xent_source(const s
   const std::string rm = array_extent(RL);
   s.fields = "  const " + std::string(source_type<I>()) + "* labels;\n  long long lstrides[" + rm + "];\n  const " + source_type<T>() +
              "* logits;\n  long long xstrides[" + std::to_string(RL + 1) + "];\n  long long classes;\n" + extra_fields;
-  s.helpers = R"(// log(sum(exp(x - max))) + max over a row, in double, and the sum.
-__device__ __forceinline__ double ctflow_lse(const ctflow_args& a, long long x, long long step, double* sum) {
+  s.helpers = R"(// A row's max and sum(exp(x - max)), in double; the softmax is exp(x - max) / sum, and
+// log(sum(exp(x))) is log(sum) + max.
+__device__ __forceinline__ void ctflow_softmax(const ctflow_args& a, long long x, long long step, double* max, double* sum) {
   double m = double(ctflow_load(a.logits + x));
   for (long long j = 1; j < a.classes; ++j) m = math::max(m, double(ctflow_load(a.logits + x + j * step)));
   double s = 0;
   for (long long j = 0; j < a.classes; ++j) s += math::exp(double(ctflow_load(a.logits + x + j * step)) - m);
+  *max = m;
   *sum = s;
-  return math::log(s) + m;
 }
 )";
   s.item = "  long long at = 0, x = 0;\n  for (int d = 0; d < R; ++d) {\n    at += c[d] * a.lstrides[d];\n    x += c[d] * a.xstrides[d];\n  }\n"
@@ -205,9 +206,9 @@ template <class T, class I, class SL, class SX> struct array_kernel<nn::detail::
   static const generated_kernel& kernel() {
     static const generated_kernel k = detail::xent_source<T, I, RL>(
         "  " + std::string(source_type<T>()) + "* saved;  // null: not saving\n  long long rows;\n",
-        "  double sum;\n  const double lse = ctflow_lse(a, x, step, &sum);\n"
-        "  ctflow_store(a.out + i, ctflow_value(lse - double(ctflow_load(a.logits + x + label * step))));\n"
-        "  if (!a.saved) return;\n  const double m = lse - math::log(sum);\n"
+        "  double m, sum;\n  ctflow_softmax(a, x, step, &m, &sum);\n"
+        "  ctflow_store(a.out + i, ctflow_value(math::log(sum) + m - double(ctflow_load(a.logits + x + label * step))));\n"
+        "  if (!a.saved) return;\n"
         "  for (long long j = 0; j < a.classes; ++j)\n"
         "    ctflow_store(a.saved + i * a.classes + j, ctflow_value(math::exp(double(ctflow_load(a.logits + x + j * step)) - m) / sum));\n"
         "  ctflow_store(a.saved + a.rows * a.classes + i, ctflow_value(1));\n");
@@ -237,7 +238,7 @@ template <class T, class I, class SL, class SX> struct array_kernel<nn::detail::
     static const generated_kernel k = detail::xent_source<T, I, RL>(
         "  const " + std::string(source_type<T>()) + "* g;\n  long long gstrides[" + detail::array_extent(RL) + "];\n",
         "  long long from = 0;\n  for (int d = 0; d < R; ++d) from += c[d] * a.gstrides[d];\n"
-        "  double sum;\n  const double m = ctflow_lse(a, x, step, &sum) - math::log(sum);\n"
+        "  double m, sum;\n  ctflow_softmax(a, x, step, &m, &sum);\n"
         "  const double gr = double(ctflow_load(a.g + from));\n  for (long long j = 0; j < a.classes; ++j) {\n"
         "    const double p = math::exp(double(ctflow_load(a.logits + x + j * step)) - m) / sum;\n"
         "    ctflow_store(a.out + i * a.classes + j, ctflow_value(gr * (p - (j == label ? 1.0 : 0.0))));\n  }\n");

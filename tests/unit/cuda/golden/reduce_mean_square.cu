@@ -21,13 +21,14 @@ struct ctflow_combine {  // ctflow::ops::sum_op<double>
 
 constexpr int R = 2, K = 2, KM = K > 0 ? K : 1;
 using ctflow_acc = double;
+using ctflow_out = float;  // what out's elements are computed as
 
 template <class I> __device__ __forceinline__ ctflow_acc ctflow_element(const ctflow_args& a, const I* o) {
   return ctflow_acc(f0{}(ctflow_load(a.in0 + o[0]), ctflow_load(a.in1 + o[1])));
 }
 
 __device__ __forceinline__ void ctflow_finish(const ctflow_args& a, long long g, ctflow_acc v) {
-  if (a.count == 0) return ctflow_store(a.out + g, float(v));
-  ctflow_store(a.out + g, float(v / ctflow_acc(a.count)));
+  if (a.count == 0) return ctflow_store(a.out + g, ctflow_out(v));
+  ctflow_store(a.out + g, ctflow_out(v / ctflow_acc(a.count)));
 }
 
