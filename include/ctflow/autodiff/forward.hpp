@@ -14,16 +14,13 @@ namespace autodiff {
 
 template <class E> constexpr std::size_t slots();
 
-template <class E> struct is_strided : std::false_type {};
-template <class E, class S, class M> struct is_strided<expr::Strided<E, S, M>> : std::true_type {};
-
 
 /// Slots a boundary's operand takes: element-wise operands are materialised too (the kernel
 /// reads them, and the backward pass reuses them).
 template <class E> constexpr std::size_t operand_slots() {
   using N = std::remove_cvref_t<E>;
   if constexpr (expr::is_elementwise<N>::value && arity_v<N> > 0) return 1 + slots<N>();
-  else if constexpr (is_strided<N>::value) return operand_slots<operand_t<0, N>>();
+  else if constexpr (expr::is_strided<N>::value) return operand_slots<operand_t<0, N>>();
   else return slots<N>();
 }
 
@@ -105,7 +102,7 @@ template <class E, class WS> decltype(auto) freeze_operand(const E& e, WS& ws) {
   using N = std::remove_cvref_t<E>;
   if constexpr (expr::is_elementwise<N>::value && arity_v<N> > 0) {
     return materialize(e, freeze(e, ws), ws);
-  } else if constexpr (is_strided<N>::value) {
+  } else if constexpr (expr::is_strided<N>::value) {
     return expr::rebuild(e, freeze_operand(expr::nth_operand<0>(e), ws));
   } else {
     return freeze(e, ws);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <type_traits>
 
 #include <ctflow/core/concepts.hpp>
 
@@ -32,5 +33,9 @@ template <class E, class S, class M> struct Strided {
   value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
   operator value_type() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
 };
+
+/// Whether node N is a view (Strided).
+template <class N> struct is_strided : std::false_type {};
+template <class E, class S, class M> struct is_strided<Strided<E, S, M>> : std::true_type {};
 
 }  // namespace ctflow::expr

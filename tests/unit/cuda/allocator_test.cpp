@@ -162,3 +162,35 @@ TEST_CASE("cuda allocator: a repeated step asks the device for nothing once warm
   CHECK(a.info().device_allocations == warm);
   CHECK(a.info().current == 0);
 }
+
+TEST_CASE("cuda allocator: without memory growth, one segment taken at once serves every request and is never given back") {
+  fake_device device(64 * MiB);
+  cuda::caching_allocator a(device, 40 * MiB);
+  a.map_up_front(32 * MiB);
+  CHECK(a.mapped_up_front());
+  CHECK(device.allocations == 1);
+  CHECK(a.info().reserved == 32 * MiB);
+  // Small and large requests, on any stream, are cut from it; freed blocks merge back.
+  void* small = a.allocate(1000);
+  void* large = a.allocate(5 * MiB, reinterpret_cast<cuda::caching_allocator::stream>(0x1));
+  void* other = a.allocate(20 * MiB);
+  CHECK(device.allocations == 1);
+  CHECK(at(large) >= at(small) + 1024);
+  a.release(large);
+  void* again = a.allocate(4 * MiB);
+  CHECK(device.allocations == 1);
+  // What does not fit is out of memory at once (the device is not asked), saying why.
+  CHECK_THROWS_WITH(a.allocate(16 * MiB), Catch::Contains("out of memory") && Catch::Contains("memory growth is off"));
+  CHECK(device.allocations == 1);
+  a.release(small);
+  a.release(again);
+  a.release(other);
+  a.empty_cache();  // the mapped segment stays
+  CHECK(device.releases == 0);
+  CHECK(a.info().reserved == 32 * MiB);
+  CHECK(a.allocate(30 * MiB) != nullptr);
+  // Mapping up front comes before any other use.
+  cuda::caching_allocator b(device);
+  b.release(b.allocate(1000));
+  CHECK_THROWS_WITH(b.map_up_front(MiB), Catch::Contains("before its first use"));
+}

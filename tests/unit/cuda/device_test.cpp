@@ -382,3 +382,36 @@ TEST_CASE("cuda device (a GPU, or one emulated on the host): fills and random te
     }
   }
 }
+
+TEST_CASE("cuda device: tf.config lists the GPUs, chooses one, sets memory growth and a limit before the first use, and reports memory") {
+  const auto gpus = config::list_physical_devices<cuda>();
+  CHECK(gpus.size() == gen::devices().size());
+  CHECK(config::list_physical_devices<cpu>() == std::vector<config::physical_device>{{"/physical_device:CPU:0", "CPU"}});
+  CHECK(config::get_visible_devices<cuda>() == gpus);
+  CHECK_THROWS_WITH(config::set_visible_devices<cuda>({{"/physical_device:GPU:99", "GPU"}}), Catch::Contains("is not one of the"));
+  CHECK_THROWS_AS(config::experimental::set_memory_growth<cuda>({"/physical_device:CPU:0", "CPU"}, true), value_error);
+  if (gpus.empty()) {
+    config::set_visible_devices<cuda>({});  // every GPU the driver shows: none here
+    CHECK_THROWS_AS((Tensor<float, Shape<2>, cuda>()), device_error);
+  } else {
+    const auto details = config::experimental::get_device_details<cuda>(gpus.front());
+    CHECK(!details.device_name.empty());
+    CHECK(details.compute_capability.first >= 5);
+    CHECK(config::experimental::get_memory_growth<cuda>(gpus.front()));
+    CHECK_THROWS_WITH(config::set_logical_device_configuration<cuda>(gpus.front(), {{64}, {64}}), Catch::Contains("one device per GPU"));
+  }
+  // On the device (the GPU, or one emulated): the allocator's figures; settings are refused once
+  // it is in use.
+  gpu_under_test scope;
+  {
+    const Tensor<float, D1, cuda> t({1000});
+    const auto held = config::experimental::get_memory_info<cuda>();
+    CHECK(held.current >= 4000);
+    CHECK(held.peak >= held.current);
+    { const Tensor<float, D1, cuda> big({1 << 20}); }
+    CHECK(config::experimental::get_memory_info<cuda>().peak >= held.current + (4u << 20));
+    config::experimental::reset_memory_stats<cuda>();
+    CHECK(config::experimental::get_memory_info<cuda>().peak == config::experimental::get_memory_info<cuda>().current);
+    CHECK_THROWS_WITH(config::set_visible_devices<cuda>(gpus), Catch::Contains("in use already"));
+  }
+}

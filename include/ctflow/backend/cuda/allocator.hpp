@@ -4,8 +4,9 @@
 /// caching allocator give it: segments taken from the device once and cut into blocks, freed
 /// blocks kept and reused in the order of their stream, adjacent free blocks merged, so that a
 /// warm training step asks the device for nothing. Statistics as
-/// `tf.config.experimental.get_memory_info` gives them (current and peak bytes in use), and a
-/// limit (`tf.config.set_logical_device_configuration(memory_limit=...)`).
+/// `tf.config.experimental.get_memory_info` gives them (current and peak bytes in use), a limit
+/// (`tf.config.set_logical_device_configuration(memory_limit=...)`), and, without memory growth,
+/// all its memory taken at once and every block cut from it (TensorFlow's default).
 ///
 /// The device's memory comes from a memory_source (the driver's on a GPU; a fake one in the
 /// tests): the allocator only keeps its bookkeeping on the host and never touches that memory.
@@ -67,13 +68,16 @@ class caching_allocator {
 
   /// @brief `bytes` of device memory (null for 0) for work on stream `s`: a cached block where one
   /// fits, else a new segment; where the device (or the limit) has no room, every wholly free
-  /// segment goes back first. device_error when there is still none, with what is held.
+  /// segment goes back first. device_error when there is still none, with what is held. Memory
+  /// mapped up front serves every request, and nothing more is asked of the device.
   void* allocate(std::size_t bytes, stream s = nullptr) {
     if (bytes == 0) return nullptr;
     const std::lock_guard lock(m_);
     const std::size_t size = round_up(bytes, granule);
-    const bool small = size <= small_request;
+    if (up_front_) s = nullptr;
+    const bool small = !up_front_ && size <= small_request;
     block* b = take_free(size, s, small);
+    if (!b && up_front_) throw out_of_memory(bytes);
     if (!b) b = new_segment(size, s, small, bytes);
     split(b, size, small);
     b->used = true;
@@ -97,10 +101,25 @@ class caching_allocator {
   }
 
   /// @brief Gives every wholly free segment back to the device (tf.config's memory growth
-  /// shrinking; the next step takes what it needs again).
+  /// shrinking; the next step takes what it needs again); memory mapped up front stays.
   void empty_cache() {
     const std::lock_guard lock(m_);
-    release_free_segments();
+    if (!up_front_) release_free_segments();
+  }
+
+  /// @brief Takes `bytes` from the device now, as one segment every later block is cut from
+  /// (memory growth off, as TensorFlow's default): before any other allocation.
+  void map_up_front(std::size_t bytes) {
+    const std::lock_guard lock(m_);
+    if (!blocks_.empty()) throw device_error("ctflow::cuda: " + source_.name() + "'s memory can be mapped up front only before its first use");
+    block* b = new_segment(round_up(bytes, granule), nullptr, false, bytes);
+    free_.insert(b);
+    up_front_ = true;
+  }
+  /// @brief Whether memory was mapped up front.
+  bool mapped_up_front() const {
+    const std::lock_guard lock(m_);
+    return up_front_;
   }
 
   memory_info info() const {
@@ -157,10 +176,7 @@ class caching_allocator {
       if (attempt) release_free_segments();  // room made from the cache, then once more
       if (limit_ - std::min(limit_, info_.reserved) >= bytes) p = source_.allocate(bytes);
     }
-    if (!p)
-      throw device_error("ctflow::cuda: out of memory on " + source_.name() + ": " + std::to_string(asked) + " bytes asked; " +
-                         std::to_string(info_.current) + " in use, " + std::to_string(info_.reserved) + " reserved" +
-                         (limit_ == unlimited ? std::string() : ", limit " + std::to_string(limit_)));
+    if (!p) throw out_of_memory(asked);
     auto owned = std::make_unique<block>(block{p, bytes, bytes, s, small});
     block* b = owned.get();
     blocks_.emplace(p, std::move(owned));
@@ -168,6 +184,13 @@ class caching_allocator {
     ++info_.segments;
     ++info_.device_allocations;
     return b;
+  }
+
+  device_error out_of_memory(std::size_t asked) const {
+    return device_error("ctflow::cuda: out of memory on " + source_.name() + ": " + std::to_string(asked) + " bytes asked; " +
+                        std::to_string(info_.current) + " in use, " + std::to_string(info_.reserved) + " reserved" +
+                        (up_front_ ? " (mapped up front: memory growth is off)" : "") +
+                        (limit_ == unlimited ? std::string() : ", limit " + std::to_string(limit_)));
   }
 
   // Cuts b to size where the rest is worth keeping (a granule in the small pool, more than a
@@ -226,6 +249,7 @@ class caching_allocator {
   std::unordered_map<void*, std::unique_ptr<block>> blocks_;  // every block, by address
   std::set<block*, order> free_;
   memory_info info_;
+  bool up_front_ = false;
 };
 
 }  // namespace ctflow::backend::cuda

@@ -32,6 +32,7 @@ struct driver_api {
   result (*cuDevicePrimaryCtxRelease)(int device);
   result (*cuCtxSetCurrent)(void* context);
   result (*cuCtxSynchronize)();
+  result (*cuMemGetInfo)(std::size_t* free, std::size_t* total);
   result (*cuMemAlloc)(unsigned long long* p, std::size_t bytes);
   result (*cuMemFree)(unsigned long long p);
   result (*cuMemcpyHtoD)(unsigned long long dst, const void* src, std::size_t bytes);
@@ -78,6 +79,7 @@ inline const lazy_api<driver_api>& driver_library() {
     api.cuDevicePrimaryCtxRelease = l.function<decltype(api.cuDevicePrimaryCtxRelease)>("cuDevicePrimaryCtxRelease_v2");
     api.cuCtxSetCurrent = l.function<decltype(api.cuCtxSetCurrent)>("cuCtxSetCurrent");
     api.cuCtxSynchronize = l.function<decltype(api.cuCtxSynchronize)>("cuCtxSynchronize");
+    api.cuMemGetInfo = l.function<decltype(api.cuMemGetInfo)>("cuMemGetInfo_v2");
     api.cuMemAlloc = l.function<decltype(api.cuMemAlloc)>("cuMemAlloc_v2");
     api.cuMemFree = l.function<decltype(api.cuMemFree)>("cuMemFree_v2");
     api.cuMemcpyHtoD = l.function<decltype(api.cuMemcpyHtoD)>("cuMemcpyHtoD_v2");

@@ -84,8 +84,6 @@ template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>
 template <class T, std::size_t R, class E> void evaluate_generated(T* out, const dims_t<R>& d, const E& e);
 template <class T, std::size_t R, class N, class U = void> void run_array(T* out, const dims_t<R>& d, const N& n, U* saved = nullptr);
 
-template <class N> struct is_view : std::false_type {};
-template <class E, class S, class M> struct is_view<expr::Strided<E, S, M>> : std::true_type {};
 
 /// Device memory an evaluation needs for a while: its inputs' values.
 class temporaries {
@@ -107,7 +105,7 @@ template <class N> auto device_view(const N& n, temporaries& keep) {
   constexpr std::size_t R = std::size_t(rank_v<N>);
   if constexpr (is_leaf_v<N>) {
     return expr::strided_view<T, R>{n.data(), n.dims(), n.strides()};
-  } else if constexpr (is_view<N>::value) {
+  } else if constexpr (expr::is_strided<N>::value) {
     using E = std::remove_cvref_t<decltype(n.e)>;
     constexpr std::size_t RE = std::size_t(rank_v<E>);
     auto evaluated = [&] {

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,14 +47,17 @@ class runtime : public memory_source {
   virtual unsigned multiprocessors() const = 0;
 };
 
-/// @brief The driver's runtime: GPU 0 of those the process sees, in its primary context.
+/// @brief The driver's runtime: the GPU of ordinal `ordinal` among those the process sees, in its
+/// primary context.
 class driver_runtime final : public runtime {
  public:
-  driver_runtime() : d_(driver()) {
+  explicit driver_runtime(int ordinal = 0) : d_(driver()) {
     const auto gpus = devices();
     if (gpus.empty()) throw device_error("ctflow::cuda: the CUDA driver shows no GPU (CUDA_VISIBLE_DEVICES may hide them all)");
-    properties_ = gpus.front();
-    d_.check(d_.cuDeviceGet(&device_, 0), "cuDeviceGet");
+    if (ordinal < 0 || std::size_t(ordinal) >= gpus.size())
+      throw device_error("ctflow::cuda: no GPU " + std::to_string(ordinal) + " (the driver shows " + std::to_string(gpus.size()) + ")");
+    properties_ = gpus[std::size_t(ordinal)];
+    d_.check(d_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
     d_.check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
     current();
     int sms = 0;
@@ -80,6 +84,13 @@ class driver_runtime final : public runtime {
     d_.cuMemFree(reinterpret_cast<unsigned long long>(p));
   }
   std::string name() const override { return "GPU:0 (" + properties_.name + ", " + properties_.arch() + ")"; }
+  /// @brief The device memory no one holds now, in bytes.
+  std::size_t free_memory() const {
+    current();
+    std::size_t free = 0, total = 0;
+    d_.check(d_.cuMemGetInfo(&free, &total), "cuMemGetInfo");
+    return free;
+  }
 
   void copy(void* dst, const void* src, std::size_t bytes, copy_kind kind) override {
     current();
@@ -150,6 +161,19 @@ class driver_runtime final : public runtime {
   std::map<std::string, loaded> modules_;
 };
 
+/// @brief What tf.config sets before the device's first use: the GPUs it may run on (it runs
+/// on the first), and per GPU a memory limit and whether memory grows.
+struct gpu_settings {
+  std::optional<std::vector<int>> visible;  // ordinals; none set: every GPU
+  std::map<int, std::size_t> limit;         // bytes, by ordinal
+  std::map<int, bool> growth;               // by ordinal; absent: memory grows
+  /// The ordinal the device runs on: the first visible GPU.
+  int ordinal() const {
+    if (visible && visible->empty()) throw device_error("ctflow::cuda: no GPU is visible (ctflow::config::set_visible_devices was given none)");
+    return visible ? visible->front() : 0;
+  }
+};
+
 /// @brief The device's runtime and the allocator of its memory, made on first use.
 class device_state {
  public:
@@ -175,21 +199,48 @@ class device_state {
     if (runtime_) allocator_ = std::make_unique<caching_allocator>(*runtime_);
     error_.clear();
   }
+  /// @brief Changes the settings of the device's first use (`what` names the change for the
+  /// error); device_error once the device is in use, as TensorFlow's RuntimeError.
+  template <class F> void configure(const char* what, F&& change) {
+    const std::lock_guard lock(m_);
+    if (runtime_) throw device_error(std::string("ctflow::config::") + what + ": the GPU is in use already; set it before the first use of cuda");
+    change(settings_);
+    error_.clear();  // a reason of the last attempt may not hold now
+  }
+  gpu_settings settings() const {
+    const std::lock_guard lock(m_);
+    return settings_;
+  }
+  /// @brief Whether the device is in use (its runtime made).
+  bool started() const {
+    const std::lock_guard lock(m_);
+    return runtime_ != nullptr;
+  }
 
  private:
   void ready() {
     const std::lock_guard lock(m_);
     if (runtime_) return;
     if (!error_.empty()) throw device_error(error_);
+    const int ordinal = settings_.ordinal();
+    const auto limit = settings_.limit.find(ordinal);
+    const auto growth = settings_.growth.find(ordinal);
     try {
-      runtime_ = std::make_unique<driver_runtime>();
+      auto gpu = std::make_unique<driver_runtime>(ordinal);
+      auto memory = std::make_unique<caching_allocator>(*gpu, limit == settings_.limit.end() ? caching_allocator::unlimited : limit->second);
+      // Without memory growth: nearly all of it now (what is free, less 5% for the modules,
+      // cuBLAS and the driver), or the limit.
+      if (growth != settings_.growth.end() && !growth->second)
+        memory->map_up_front(limit != settings_.limit.end() ? limit->second : gpu->free_memory() / 20 * 19);
+      runtime_ = std::move(gpu);
+      allocator_ = std::move(memory);
     } catch (const device_error& e) {
       error_ = e.what();
       throw;
     }
-    allocator_ = std::make_unique<caching_allocator>(*runtime_);
   }
-  std::mutex m_;
+  mutable std::mutex m_;
+  gpu_settings settings_;
   std::unique_ptr<runtime> runtime_;
   std::unique_ptr<caching_allocator> allocator_;  // over runtime_: made after it, reset before it
   std::string error_;
