@@ -57,7 +57,7 @@ if(NOT flags MATCHES "-I${WORK}/prefix/[^ ]*include" OR NOT flags MATCHES "-std=
   message(FATAL_ERROR "pkg-config gives unexpected flags: ${flags}")
 endif()
 separate_arguments(flags UNIX_COMMAND "${flags}")
-execute_process(COMMAND ${CXX} -O1 ${CONSUMER}/keras/consumer.cpp -o ${WORK}/pkg_config_consumer ${flags} RESULT_VARIABLE rc ERROR_VARIABLE err)
+execute_process(COMMAND ${CXX} ${CONSUMER}/keras/consumer.cpp -o ${WORK}/pkg_config_consumer ${flags} RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the compiler line from pkg-config failed: ${err}")
 endif()

@@ -91,11 +91,17 @@ namespace debugging {
 
 /// @brief tf.debugging.check_numerics: evaluates x and returns it, or throws numerics_error
 /// naming message, the op that made x, the first NaN or infinity and its index.
+/// On a device whose memory the host does not read, its values are copied to the host first.
 template <Expression E> auto check_numerics(const E& x, std::string_view message) {
   auto t = eval(x);
   const std::string& op = ctflow::detail::observe::label<E>();
-  ctflow::detail::observe::check_finite("ctflow::debugging::check_numerics: " + std::string(message) + (op.empty() ? "" : " (op " + op + ")"),
-                                        ctflow::detail::observe::result(t.data(), t.dims()));
+  const std::string what = "ctflow::debugging::check_numerics: " + std::string(message) + (op.empty() ? "" : " (op " + op + ")");
+  if constexpr (host_device_v<device_t<decltype(t)>>) {
+    ctflow::detail::observe::check_finite(what, ctflow::detail::observe::result(t.data(), t.dims()));
+  } else {
+    const auto on_host = to<cpu>(t);
+    ctflow::detail::observe::check_finite(what, ctflow::detail::observe::result(on_host.data(), on_host.dims()));
+  }
   return t;
 }
 

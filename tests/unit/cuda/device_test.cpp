@@ -415,3 +415,21 @@ TEST_CASE("cuda device: tf.config lists the GPUs, chooses one, sets memory growt
     CHECK_THROWS_WITH(config::set_visible_devices<cuda>(gpus), Catch::Contains("in use already"));
   }
 }
+
+TEST_CASE("cuda device (a GPU, or one emulated on the host): check_numerics, alone and on every op, reads the device's values") {
+  gpu_under_test scope;
+  Tensor<float, D1> x({5});
+  x(3) = -1.f;
+  const auto g = to<cuda>(x);
+  CHECK(to<cpu>(debugging::check_numerics(g * 2.f, "doubled"))(3) == -2.f);
+  CHECK_THROWS_AS(debugging::check_numerics(log(g), "logs"), numerics_error);
+  CHECK_THROWS_WITH(debugging::check_numerics(sqrt(g), "roots"), Catch::Contains("roots") && Catch::Contains("at index [3]"));
+  debugging::enable_check_numerics();
+  struct off {
+    ~off() { debugging::disable_check_numerics(); }
+  } later;
+  auto assign = [&] { return Tensor<float, D1, cuda>(g / 0.f); };
+  CHECK_THROWS_AS(assign(), numerics_error);
+  const Tensor<float, D1, cuda> fine = g + 1.f;
+  CHECK(fine(3) == 0.f);
+}

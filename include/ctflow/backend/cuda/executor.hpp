@@ -29,6 +29,8 @@
 #include <ctflow/core/device.hpp>
 #include <ctflow/core/tensor.hpp>
 #include <ctflow/detail/buffer.hpp>
+#include <ctflow/detail/observe.hpp>
+#include <ctflow/detail/profile.hpp>
 #include <ctflow/expr/computed.hpp>
 #include <ctflow/expr/elementwise.hpp>
 #include <ctflow/expr/node.hpp>
@@ -283,7 +285,15 @@ template <> struct executor<cuda> {
                                                             detail::fixed_string(" does not run on the GPU yet (element-wise ops, views and "
                                                                                  "reductions do): evaluate it on the CPU, ctflow::to<cpu>")));
     } else {
+      const std::int64_t begin = detail::profile::on() ? detail::profile::now_ns() : 0;
       backend::cuda::evaluate(out, d, e);
+      // The profiler and check_numerics see each assignment (its kernels done), its result
+      // copied to the host.
+      if (detail::profile::on()) {
+        std::vector<T> on_host(product(d));
+        cuda::copy_to_host(on_host.data(), out, on_host.size() * sizeof(T));
+        detail::observe::finish_fused(cuda::name, begin, e, on_host.data(), d);
+      }
     }
   }
   /// Runs n's kernel into out, leaving its by-product for the gradient in saved (value_and_grad's
