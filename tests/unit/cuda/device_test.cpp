@@ -433,3 +433,11 @@ TEST_CASE("cuda device (a GPU, or one emulated on the host): check_numerics, alo
   const Tensor<float, D1, cuda> fine = g + 1.f;
   CHECK(fine(3) == 0.f);
 }
+
+TEST_CASE("cuda device (a GPU, or one emulated on the host): jvp's forward-mode derivative equals the cpu device's") {
+  gpu_under_test scope;
+  const auto x = uniform<float, D2>({4, 7}, 41), t = uniform<float, D2>({4, 7}, 42);
+  const auto gx = to<cuda>(x), gt = to<cuda>(t);
+  const Tensor<float, D2, cuda> on_gpu = jvp(sin(gx) * gx + reduce_sum<1>(square(gx), keepdims), dual(gx, gt));
+  require_equal(on_gpu, eval(jvp(sin(x) * x + reduce_sum<1>(square(x), keepdims), dual(x, t))), 1e-5);
+}
