@@ -104,6 +104,17 @@ template <class I> __device__ __forceinline__ void ctflow_finish(const ctflow_ar
 
 inline std::string array_extent(std::size_t r) { return std::to_string(r > 0 ? r : 1); }
 
+/// Extents d without axis `axis`: the lines along it (a line op's items, gather's columns).
+template <std::size_t R> dims_t<(R > 0 ? R - 1 : 0)> lines_of(const dims_t<R>& d, int axis) {
+  dims_t<(R > 0 ? R - 1 : 0)> out{};
+  for (std::size_t a = 0, o = 0; a < R; ++a)
+    if (int(a) != axis) out[o++] = d[a];
+  return out;
+}
+
+/// What gather's kernels report for an index outside [0, n).
+inline constexpr const char* gather_failure = "ctflow::gather: an index out of range of the gathered axis";
+
 /// Puts a view's strides (rank R, at least one field) into p.
 template <class V> void put_strides(argument_packer& p, const V& v) {
   constexpr std::size_t R = std::tuple_size_v<decltype(v.dims)>;
@@ -180,7 +191,6 @@ template <class T, class S, int Axis, std::size_t N> struct array_kernel<ops::co
 template <class T, class SP, class SI, class S, int Axis, class I> struct array_kernel<ops::gather_op<T, SP, SI, S, Axis, I>> {
   static constexpr bool defined = true;
   static constexpr std::size_t R = std::size_t(S::rank), RP = std::size_t(SP::rank), RI = std::size_t(SI::rank);
-  static constexpr const char* failure = "ctflow::gather: an index out of range of the gathered axis";
   static const generated_kernel& kernel() {
     static const generated_kernel k = [] {
       detail::array_source s(source_type<T>(), source_type<compute_t<T>>(), R);
@@ -192,7 +202,7 @@ template <class T, class SP, class SI, class S, int Axis, class I> struct array_
                "  if (r < 0 || r >= a.extent) { CTFLOW_STATUS = 1; return; }\n  long long off = r * a.pstrides[" + ax + "];\n" +
                "  for (int d = 0; d < " + ax + "; ++d) off += c[d] * a.pstrides[d];\n" + "  for (int d = " + ax + " + 1; d < " + rp +
                "; ++d) off += c[d - 1 + " + ri + "] * a.pstrides[d];\n  ctflow_store(a.out + i, ctflow_load(a.params + off));\n";
-      s.failures = {failure};
+      s.failures = {detail::gather_failure};
       return s.assemble();
     }();
     return k;
@@ -401,15 +411,13 @@ template <class T, class SP, class SG, class SI, int Axis, class I> struct array
                "      at += x * a.istrides[q];\n      from += x * a.gstrides[" + ax + " + q];\n    }\n"
                "    const long long r = (long long)ctflow_load(a.idx + at);\n    if (r < 0 || r >= a.extent) { CTFLOW_STATUS = 1; return; }\n"
                "    a.scratch[column + r * row] += ctflow_sum(ctflow_load(a.g + from));\n  }\n";
-      s.failures = {"ctflow::gather: an index out of range of the gathered axis"};
+      s.failures = {detail::gather_failure};
       return s.assemble();
     }();
     return k;
   }
   template <class Scratch, class VG, class VI> static array_launch plan(const K&, T* out, const dims_t<RP>& d, Scratch&& scratch, const VG& g, const VI& idx) {
-    dims_t<RC> columns{};
-    for (std::size_t a = 0, o = 0; a < RP; ++a)
-      if (a != std::size_t(Axis)) columns[o++] = d[a];
+    const dims_t<RC> columns = detail::lines_of(d, Axis);
     const std::size_t total = product(d);
     void* sums = total ? scratch(total * sizeof(sum_t)) : nullptr;
     auto p = detail::array_head(out, columns, sums, total);

@@ -25,14 +25,6 @@ inline std::string line_start(std::size_t rank, int axis, const char* strides) {
          std::to_string(axis) + " ? d : d + 1];\n";
 }
 
-/// The items of a line op over an operand of extents d: its extents without axis `axis`.
-template <std::size_t R> dims_t<(R > 0 ? R - 1 : 0)> lines_of(const dims_t<R>& d, int axis) {
-  dims_t<(R > 0 ? R - 1 : 0)> out{};
-  for (std::size_t a = 0, o = 0; a < R; ++a)
-    if (int(a) != axis) out[o++] = d[a];
-  return out;
-}
-
 }  // namespace detail
 
 /// argmax / argmin: item (o, i) walks its line, keeping the first index among ties (a NaN wins).
