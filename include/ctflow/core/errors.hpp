@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -34,6 +37,69 @@ struct io_error : std::runtime_error {
 struct device_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// @brief What ctflow calls, in a program built without exceptions (`-fno-exceptions`), where
+/// it would throw: `kind` names the exception ("shape_error", "value_error", ...), `message` is
+/// its text. A handler does not return (if it does, std::abort follows); the default one prints
+/// "ctflow: <kind>: <message>" to stderr and aborts. A program built with exceptions throws.
+using error_handler = void (*)(const char* kind, const char* message);
+
+namespace detail {
+
+inline void print_and_abort(const char* kind, const char* message) {
+  // fputs rather than fprintf: a microcontroller's program keeps no formatting code for it.
+  std::fputs("ctflow: ", stderr);
+  std::fputs(kind, stderr);
+  std::fputs(": ", stderr);
+  std::fputs(message, stderr);
+  std::fputs("\n", stderr);
+  std::abort();
+}
+inline error_handler& current_error_handler() {
+  static error_handler h = print_and_abort;
+  return h;
+}
+
+template <class E> constexpr const char* error_kind() {
+  if constexpr (std::is_same_v<E, shape_error>) return "shape_error";
+  else if constexpr (std::is_same_v<E, value_error>) return "value_error";
+  else if constexpr (std::is_same_v<E, numerics_error>) return "numerics_error";
+  else if constexpr (std::is_same_v<E, io_error>) return "io_error";
+  else if constexpr (std::is_same_v<E, device_error>) return "device_error";
+  else if constexpr (std::is_same_v<E, std::bad_alloc>) return "bad_alloc";
+  else static_assert(sizeof(E) == 0, "ctflow::detail::raise: not one of ctflow's errors");
+}
+inline const char* message_text(const std::string& m) { return m.c_str(); }
+inline const char* message_text(const char* m) { return m; }
+
+/// Throws E(message), or, without exceptions, calls the error handler (and aborts if it returns).
+template <class E, class M> [[noreturn]] void raise(const M& message) {
+#if defined(__cpp_exceptions)
+  throw E(message);
+#else
+  current_error_handler()(error_kind<E>(), message_text(message));
+  std::abort();
+#endif
+}
+/// std::bad_alloc (memory the system did not give).
+[[noreturn]] inline void raise_bad_alloc() {
+#if defined(__cpp_exceptions)
+  ctflow::detail::raise_bad_alloc();
+#else
+  current_error_handler()("bad_alloc", "out of memory");
+  std::abort();
+#endif
+}
+
+}  // namespace detail
+
+/// @brief Sets the handler of errors in a program built without exceptions; returns the one
+/// before.
+inline error_handler set_error_handler(error_handler h) {
+  error_handler before = detail::current_error_handler();
+  detail::current_error_handler() = h ? h : detail::print_and_abort;
+  return before;
+}
 
 namespace detail {
 

@@ -24,7 +24,7 @@ template <class X> inline constexpr bool is_signed = std::is_signed_v<X>;
 /// An operation with no value on these operands (an integer division by zero): a value_error
 /// with `message` here; a device that cannot throw in its loops records it and reports it when
 /// the loop is done.
-template <class X> X invalid(const char* message) { throw value_error(message); }
+template <class X> X invalid(const char* message) { ctflow::detail::raise<value_error>(message); }
 
 /// The operations on values of type X (a number here; a device specialises it for its vectors).
 template <class X> struct lowering {

@@ -72,7 +72,7 @@ template <class T> class maybe {
   T&& value() && { return std::move(has_ ? v_ : none()); }
 
  private:
-  [[noreturn]] static T& none() { throw value_error("ctflow::maybe: no value (a gradient the adjoint did not reach)"); }
+  [[noreturn]] static T& none() { ctflow::detail::raise<value_error>("ctflow::maybe: no value (a gradient the adjoint did not reach)"); }
   union {
     T v_;
   };

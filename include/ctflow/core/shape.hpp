@@ -127,7 +127,7 @@ template <class Dims> std::string format_dims(const Dims& d) {
 /// @brief Throws shape_error "<op>: <what>: [a] x [b]", the run-time twin of a static message.
 template <std::size_t R1, std::size_t R2>
 [[noreturn]] void throw_shape_error(const char* op, const char* what, const dims_t<R1>& a, const dims_t<R2>& b) {
-  throw shape_error(std::string(op) + ": " + what + ": " + format_dims(a) + " x " + format_dims(b));
+  ctflow::detail::raise<shape_error>(std::string(op) + ": " + what + ": " + format_dims(a) + " x " + format_dims(b));
 }
 
 // ---- broadcasting (NumPy/TensorFlow rules), static part -----------------------------------------
@@ -165,6 +165,15 @@ template <class A, class B> struct broadcast_shapes {
 /// @brief The static shape of A and B broadcast together, and whether they can be.
 template <class A, class B> using broadcast_shape_t = typename detail::broadcast_shapes<A, B>::type;
 template <class A, class B> inline constexpr bool broadcastable_v = detail::broadcast_shapes<A, B>::compatible;
+
+/// @brief Whether two run-time extents lists broadcast together.
+template <std::size_t RA, std::size_t RB> bool can_broadcast(const dims_t<RA>& a, const dims_t<RB>& b) {
+  for (std::size_t i = 0; i < RA && i < RB; ++i) {
+    const std::size_t ea = a[RA - 1 - i], eb = b[RB - 1 - i];
+    if (ea != eb && ea != 1 && eb != 1) return false;
+  }
+  return true;
+}
 
 /// @brief Run-time broadcast of two extents lists; throws shape_error naming the op.
 template <std::size_t RA, std::size_t RB>

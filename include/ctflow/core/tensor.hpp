@@ -192,7 +192,7 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
   /// Other extents (or another element count) are a shape_error.
   template <ShapeType S2> Tensor<T, S2, D> reshaped(const dims_t<std::size_t(S2::rank)>& d) && {
     if (product(d) != size())
-      throw shape_error("ctflow::Tensor::reshaped: " + format_dims(dims_) + " has " + std::to_string(size()) + " elements, " + format_dims(d) + " " +
+      ctflow::detail::raise<shape_error>("ctflow::Tensor::reshaped: " + format_dims(dims_) + " has " + std::to_string(size()) + " elements, " + format_dims(d) + " " +
                         std::to_string(product(d)));
     return Tensor<T, S2, D>(d, std::move(buf_));
   }
@@ -239,7 +239,7 @@ template <DType T, ShapeType S, class D = cpu> class Tensor {
     dims_t<std::size_t(rank)> u{};
     for (int k = 0; k < rank; ++k) {
       if (idx[std::size_t(k)] < 0 || std::size_t(idx[std::size_t(k)]) >= dims_[std::size_t(k)])
-        throw value_error("ctflow::Tensor::at: index " + std::to_string(idx[std::size_t(k)]) + " out of range for axis " +
+        ctflow::detail::raise<value_error>("ctflow::Tensor::at: index " + std::to_string(idx[std::size_t(k)]) + " out of range for axis " +
                           std::to_string(k) + " of " + format_dims(dims_));
       u[std::size_t(k)] = std::size_t(idx[std::size_t(k)]);
     }

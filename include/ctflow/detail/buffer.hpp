@@ -13,12 +13,12 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <new>
-#include <sys/mman.h>
 #include <utility>
 
+#include <ctflow/core/errors.hpp>
 #include <ctflow/detail/linkage.hpp>
+#include <ctflow/detail/platform.hpp>
 
 namespace ctflow::detail {
 
@@ -111,19 +111,15 @@ class block_cache {
   void* system_allocate(std::size_t bytes, std::size_t asked) {
     const std::size_t align = bytes >= huge ? huge : alignment;
     const std::size_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded);
-    if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    if (align == huge) ::madvise(p, asked / huge * huge, MADV_HUGEPAGE);
-#else
-    (void)asked;
-#endif
+    void* p = ::aligned_alloc(align, rounded);
+    if (!p) ctflow::detail::raise_bad_alloc();
+    if (align == huge) advise_huge_pages(p, asked / huge * huge);
     system_allocations_.fetch_add(1, std::memory_order_relaxed);
     return p;
   }
 
   static constexpr int classes = 256;
-  mutable std::mutex m_;
+  mutable detail::mutex m_;
   node* free_[classes] = {};
   std::size_t cached_ = 0;
   std::size_t limit_ = std::size_t(1) << 30;
@@ -135,8 +131,8 @@ struct system_blocks {
   static void* allocate(std::size_t bytes, std::size_t& cap) {
     cap = (bytes + alignment - 1) / alignment * alignment;
     if (bytes == 0) return nullptr;
-    void* p = std::aligned_alloc(alignment, cap);
-    if (!p) throw std::bad_alloc();
+    void* p = ::aligned_alloc(alignment, cap);
+    if (!p) ctflow::detail::raise_bad_alloc();
     return p;
   }
   static void release(void* p, std::size_t) { std::free(p); }

@@ -1,11 +1,11 @@
 #pragma once
 // The floating-point environment of TensorFlow's CPU kernels: denormal operands read as zero and
-// denormal results flushed to zero (x86: MXCSR's DAZ and FTZ bits; aarch64: FPCR's FZ bit),
-// rounding to nearest. TensorFlow sets it around each op on the calling thread and for good in its
-// thread pools (ScopedFlushDenormal, ScopedSetRound), so tf.exp(-103.0) is 0 there; ctflow's
-// devices set it the same way. Beside TensorFlow's results, it spares x86 cores the microcode
-// assist each denormal costs (tens of cycles an operation): gradients and optimizer slots that
-// decay into denormals made a training epoch 10-20 % slower.
+// denormal results flushed to zero (x86: MXCSR's DAZ and FTZ bits; aarch64: FPCR's FZ bit; 32-bit
+// Arm: FPSCR's FZ bit), rounding to nearest. TensorFlow sets it around each op on the calling
+// thread and for good in its thread pools (ScopedFlushDenormal, ScopedSetRound), so
+// tf.exp(-103.0) is 0 there; ctflow's devices set it the same way. Beside TensorFlow's results,
+// it spares x86 cores the microcode assist each denormal costs (tens of cycles an operation):
+// gradients and optimizer slots that decay into denormals made a training epoch 10-20 % slower.
 
 #include <cstdint>
 
@@ -49,6 +49,16 @@ class kernel_float_environment {
   }
   static void write(state s) { __asm__ __volatile__("msr fpcr, %0" : : "r"(s)); }
   static state kernel_mode(state s) { return (s & ~(state(3) << 22)) | (state(1) << 24); }  // RMode nearest; FZ
+#elif defined(__ARM_FP) && defined(__ARM_ARCH_ISA_THUMB)
+  // 32-bit Arm with a floating-point unit (a Cortex-M4F or M7): FPSCR's FZ bit, RMode nearest.
+  using state = std::uint32_t;
+  static state read() {
+    state s;
+    __asm__ __volatile__("vmrs %0, fpscr" : "=r"(s));
+    return s;
+  }
+  static void write(state s) { __asm__ __volatile__("vmsr fpscr, %0" : : "r"(s)); }
+  static state kernel_mode(state s) { return (s & ~(state(3) << 22)) | (state(1) << 24); }
 #else
   using state = int;  // a target without these controls keeps its IEEE default
   static state read() { return 0; }

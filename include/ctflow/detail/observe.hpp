@@ -13,7 +13,6 @@
 #include <initializer_list>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +21,7 @@
 #include <ctflow/core/concepts.hpp>
 #include <ctflow/core/errors.hpp>
 #include <ctflow/detail/linkage.hpp>
+#include <ctflow/detail/platform.hpp>
 #include <ctflow/detail/profile.hpp>
 #include <ctflow/expr/node.hpp>
 
@@ -97,7 +97,7 @@ inline std::string label_of(std::string_view pretty) {
 
 /// The label of type E (see text::label_of), computed once per type.
 CTFLOW_OUTLINE inline const std::string& label(std::string_view pretty) {
-  static std::mutex m;
+  static detail::mutex m;
   static std::map<const char*, std::string> cache;  // keyed by the name's address: one per type
   std::lock_guard lk(m);
   auto it = cache.find(pretty.data());
@@ -157,7 +157,7 @@ inline void check_finite(const std::string& who, const result_ref& r) {
       idx[k] = rest % r.dims[k];
       rest /= r.dims[k];
     }
-    throw numerics_error(who + ": " + (std::isnan(v) ? "NaN" : (v > 0 ? "Inf" : "-Inf")) + " at index " + format_dims(idx) + " of its " +
+    ctflow::detail::raise<numerics_error>(who + ": " + (std::isnan(v) ? "NaN" : (v > 0 ? "Inf" : "-Inf")) + " at index " + format_dims(idx) + " of its " +
                          format_dims(std::span(r.dims, r.rank)) + " result");
   }
 }

@@ -2,24 +2,26 @@
 // What the evaluator reports about each node it runs, when someone listens: the profiler's event
 // record and the check-numerics switch. Both cost one relaxed atomic load per node when off.
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include <ctflow/detail/platform.hpp>
 
 namespace ctflow::detail::profile {
 
 enum : unsigned { profiling = 1, checking_numerics = 2 };
 
+/// Whether the target can have observers: a bare-metal one (no threads) has neither the
+/// profiler's clock nor a file to write its trace to, and its programs keep none of this code.
+inline constexpr bool observable = has_threads;
+
 /// Which observers are on (bits above).
 inline std::atomic<unsigned> observers{0};
-inline bool on() { return observers.load(std::memory_order_relaxed) != 0; }
-inline bool on(unsigned what) { return (observers.load(std::memory_order_relaxed) & what) != 0; }
+inline bool on() { return observable && observers.load(std::memory_order_relaxed) != 0; }
+inline bool on(unsigned what) { return observable && (observers.load(std::memory_order_relaxed) & what) != 0; }
 
 /// One evaluated node (or a user annotation: category "trace").
 struct event {
@@ -30,7 +32,7 @@ struct event {
 };
 
 struct recorder {
-  std::mutex m;
+  detail::mutex m;
   std::vector<event> events;
   std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
 };
@@ -42,12 +44,8 @@ inline recorder& record_sink() {
 inline std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - record_sink().origin).count();
 }
-inline std::int64_t thread_id() {
-  static thread_local const std::int64_t id = std::int64_t(::syscall(SYS_gettid));
-  return id;
-}
 inline void record(event e) {
-  e.tid = thread_id();
+  e.tid = detail::thread_id();
   recorder& r = record_sink();
   std::lock_guard lk(r.m);
   r.events.push_back(std::move(e));

@@ -175,7 +175,7 @@ template <int... Axes, Expression E> auto squeeze(E&& e) {
   const auto d = e.dims();
   for (int i = 0, o = 0; i < R; ++i) {
     if (drop[std::size_t(i)]) {
-      if (d[std::size_t(i)] != 1) throw shape_error("ctflow::squeeze: axis " + std::to_string(i) + " has extent " + std::to_string(d[std::size_t(i)]) + ", not 1: " + format_dims(d));
+      if (d[std::size_t(i)] != 1) ctflow::detail::raise<shape_error>("ctflow::squeeze: axis " + std::to_string(i) + " has extent " + std::to_string(d[std::size_t(i)]) + ", not 1: " + format_dims(d));
       continue;
     }
     m.out_dims[std::size_t(o)] = d[std::size_t(i)];
@@ -205,7 +205,7 @@ template <ShapeType Size, Expression E> auto slice(E&& e, const std::array<std::
     const std::size_t b = begin[std::size_t(i)];
     const std::size_t n = Size::extents[std::size_t(i)] == dyn ? (b <= d[std::size_t(i)] ? d[std::size_t(i)] - b : 0) : Size::extents[std::size_t(i)];
     if (b > d[std::size_t(i)] || n > d[std::size_t(i)] - b)
-      throw shape_error("ctflow::slice: begin " + std::to_string(b) + " size " + std::to_string(n) + " out of range on axis " +
+      ctflow::detail::raise<shape_error>("ctflow::slice: begin " + std::to_string(b) + " size " + std::to_string(n) + " out of range on axis " +
                         std::to_string(i) + " of " + format_dims(d));
     m.out_dims[std::size_t(i)] = n;
     m.begin[std::size_t(i)] = std::ptrdiff_t(b);
@@ -225,7 +225,7 @@ auto strided_slice(E&& e, const std::array<std::int64_t, std::size_t(shape_t<E>:
   const auto d = e.dims();
   for (int i = 0; i < R; ++i) {
     const std::int64_t n = std::int64_t(d[std::size_t(i)]), s = strides[std::size_t(i)];
-    if (s == 0) throw value_error("ctflow::strided_slice: stride 0 on axis " + std::to_string(i));
+    if (s == 0) ctflow::detail::raise<value_error>("ctflow::strided_slice: stride 0 on axis " + std::to_string(i));
     auto clamp = [&](std::int64_t v) {
       if (v < 0) v += n;
       const std::int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? n : n - 1;
@@ -356,7 +356,7 @@ template <std::size_t N, int Axis = 0, Expression E> auto split(const E& e) {
   static constexpr auto part = [] { auto d = S::extents; if (d[std::size_t(ax)] != dyn) d[std::size_t(ax)] /= N; return d; }();
   using P = shape_of<part>;
   const auto d = e.dims();
-  if (d[std::size_t(ax)] % N) throw shape_error("ctflow::split: axis " + std::to_string(ax) + " of " + format_dims(d) + " not divisible into " + std::to_string(N) + " parts");
+  if (d[std::size_t(ax)] % N) ctflow::detail::raise<shape_error>("ctflow::split: axis " + std::to_string(ax) + " of " + format_dims(d) + " not divisible into " + std::to_string(N) + " parts");
   auto one = [&](std::size_t i) {
     std::array<std::size_t, std::size_t(S::rank)> b{};
     b[std::size_t(ax)] = i * (d[std::size_t(ax)] / N);
@@ -396,7 +396,7 @@ template <int Axis> struct gather_layout {
 
 /// gather's error for an index outside [0, n).
 [[noreturn]] inline void index_out_of_range(std::int64_t index, std::size_t n) {
-  throw value_error("ctflow::gather: index " + std::to_string(index) + " out of range [0, " + std::to_string(n) + ")");
+  ctflow::detail::raise<value_error>("ctflow::gather: index " + std::to_string(index) + " out of range [0, " + std::to_string(n) + ")");
 }
 
 template <class T, class SP, class SI, class S, int Axis, class I> struct gather_op {
@@ -509,7 +509,7 @@ template <std::size_t... Multiples, Expression E> auto tile(E&& e) {
 /// @brief tf.io.decode_raw: reinterprets bytes as elements of T (little-endian unless told).
 template <DType T> Tensor<T, Shape<dyn>> decode_raw(std::span<const std::uint8_t> bytes, bool little_endian = true) {
   if (bytes.size() % sizeof(T))
-    throw value_error("ctflow::decode_raw: " + std::to_string(bytes.size()) + " bytes is not a multiple of the " +
+    ctflow::detail::raise<value_error>("ctflow::decode_raw: " + std::to_string(bytes.size()) + " bytes is not a multiple of the " +
                       std::to_string(sizeof(T)) + "-byte size of " + dtype_name<T>());
   Tensor<T, Shape<dyn>> t({bytes.size() / sizeof(T)});
   detail::load_raw(t.data(), bytes, little_endian);

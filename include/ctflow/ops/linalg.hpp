@@ -69,12 +69,9 @@ template <bool TA, bool TB, class A, class B> auto make_matmul(A&& a, B&& b) {
     for (int i = 0; i < SA::rank - 2; ++i) ba[std::size_t(i)] = da[std::size_t(i)];
     for (int i = 0; i < SB::rank - 2; ++i) bb[std::size_t(i)] = db[std::size_t(i)];
     K k;
-    try {
-      const auto bd = broadcast_dims("ctflow::matmul", ba, bb);
-      for (std::size_t i = 0; i < bd.size(); ++i) k.out_dims[i] = bd[i];
-    } catch (const shape_error&) {
-      throw_shape_error("ctflow::matmul", "batch dimensions cannot be broadcast", da, db);
-    }
+    if (!can_broadcast(ba, bb)) throw_shape_error("ctflow::matmul", "batch dimensions cannot be broadcast", da, db);
+    const auto bd = broadcast_dims("ctflow::matmul", ba, bb);
+    for (std::size_t i = 0; i < bd.size(); ++i) k.out_dims[i] = bd[i];
     k.out_dims[std::size_t(K::R - 2)] = da[std::size_t(TA ? SA::rank - 1 : SA::rank - 2)];
     k.out_dims[std::size_t(K::R - 1)] = db[std::size_t(TB ? SB::rank - 2 : SB::rank - 1)];
     return expr::make_computed(k, std::forward<A>(a), std::forward<B>(b));

@@ -41,7 +41,7 @@ template <DType T, ShapeType S, class D = cpu> Tensor<T, S, D> ones(const dims_t
 
 /// @brief tf.range(start, limit, delta): a 1-D tensor [start, start + delta, ...) before limit.
 template <DType T, class D = cpu> Tensor<T, Shape<dyn>, D> range(T start, T limit, T delta = T(1)) {
-  if (delta == T(0)) throw value_error("ctflow::range: delta must not be 0");
+  if (delta == T(0)) ctflow::detail::raise<value_error>("ctflow::range: delta must not be 0");
   const double n = std::ceil((double(limit) - double(start)) / double(delta));
   return detail::written_on_host<T, Shape<dyn>, D>({n > 0 ? std::size_t(n) : 0}, [&](T* p, std::size_t count) {
     for (std::size_t i = 0; i < count; ++i) p[i] = T(start + T(i) * delta);

@@ -149,7 +149,7 @@ template <bool Max, int Axis, class E> auto make_arg(E&& e) {
   using K = along_axis_op<value_t<E>, S, ax, shape_of<out_ext>, std::int64_t, arg_fn<Max>>;
   K k;
   const auto d = e.dims();
-  if (d[std::size_t(ax)] == 0) throw value_error(std::string(Max ? "ctflow::argmax" : "ctflow::argmin") + ": reduction over an empty axis: " + format_dims(d));
+  if (d[std::size_t(ax)] == 0) ctflow::detail::raise<value_error>(std::string(Max ? "ctflow::argmax" : "ctflow::argmin") + ": reduction over an empty axis: " + format_dims(d));
   for (int i = 0, o = 0; i < S::rank; ++i) {
     if (i < ax) k.outer *= d[std::size_t(i)];
     if (i > ax) k.inner *= d[std::size_t(i)];

@@ -35,6 +35,15 @@ template <class R, class... A> class function_ref<R(A...)> {
   R (*call_)(const void*, A...) = nullptr;
 };
 
+/// A spinning thread's hint to the core that it waits (x86's pause, aarch64's yield).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 class thread_pool {
  public:
   explicit thread_pool(int threads) { resize(threads); }
@@ -78,7 +87,7 @@ class thread_pool {
     cv_.notify_all();
     take(id, 0);
     for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin)
-      if (spin < 1000) __builtin_ia32_pause();
+      if (spin < 1000) cpu_relax();
       else std::this_thread::yield();
     if (error_) std::rethrow_exception(error_);
   }
@@ -119,7 +128,7 @@ class thread_pool {
     const auto called = [&] { return call_.load(std::memory_order_acquire) != seen; };
     for (;;) {
       // Spin a little, without the mutex: most parallel loops follow each other closely.
-      for (int spin = 0; spin < 20000 && !called() && !quit_.load(std::memory_order_relaxed); ++spin) __builtin_ia32_pause();
+      for (int spin = 0; spin < 20000 && !called() && !quit_.load(std::memory_order_relaxed); ++spin) cpu_relax();
       if (!called()) {
         std::unique_lock lk(m_);
         cv_.wait(lk, [&] { return quit_ || called(); });

@@ -60,7 +60,7 @@ template <Expression X> auto l2_loss(const X& t) { return reduce_sum(square(t)) 
 template <Expression X> auto compute_average_loss(const X& per_example_loss, std::optional<std::size_t> global_batch_size = std::nullopt) {
   using T = value_t<X>;
   const std::size_t n = global_batch_size ? *global_batch_size : (rank_v<X> > 0 ? per_example_loss.dims()[0] : 1);
-  if (n == 0) throw value_error("ctflow::nn::compute_average_loss: global_batch_size must be positive");
+  if (n == 0) ctflow::detail::raise<value_error>("ctflow::nn::compute_average_loss: global_batch_size must be positive");
   return reduce_sum(per_example_loss) * T(1.0 / double(n));
 }
 
@@ -71,7 +71,7 @@ inline constexpr const char* sparse_name = "ctflow::nn::sparse_softmax_cross_ent
 /// The error for a label outside [0, classes) (TensorFlow's message); the host devices check
 /// every label before any work.
 [[noreturn]] inline void label_out_of_range(long long label, std::size_t classes) {
-  throw value_error(std::string(sparse_name) + ": Received a label value of " + std::to_string(label) +
+  ctflow::detail::raise<value_error>(std::string(sparse_name) + ": Received a label value of " + std::to_string(label) +
                     " which is outside the valid range of [0, " + std::to_string(classes) + ").");
 }
 

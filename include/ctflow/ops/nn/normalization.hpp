@@ -59,7 +59,7 @@ template <Expression X, Expression G, Expression B> auto layer_normalization(con
 template <Expression X> auto dropout(const X& x, double rate, std::uint64_t seed) {
   using T = value_t<X>;
   static_assert(is_floating_v<T>, "ctflow::nn::dropout: needs a floating dtype");
-  if (!(rate >= 0.0 && rate < 1.0)) throw value_error("ctflow::nn::dropout: rate must be in [0, 1), got " + std::to_string(rate));
+  if (!(rate >= 0.0 && rate < 1.0)) ctflow::detail::raise<value_error>("ctflow::nn::dropout: rate must be in [0, 1), got " + std::to_string(rate));
   auto keep = random_uniform<T, shape_t<X>, placed_device_t<device_t<X>>>(seed, 0.0, 1.0, x.dims()) >= T(rate);
   return where(std::move(keep), x * T(1.0 / (1.0 - rate)), T(0));
 }
@@ -130,7 +130,7 @@ template <class X, class S, class O> auto batch_norm_node(X&& x, S&& scale, O&& 
   const auto d = x.dims();
   if (scale.dims()[0] != d[R - 1] || offset.dims()[0] != d[R - 1])
     throw_shape_error("ctflow::nn::fused_batch_norm", "scale and offset must have one element per channel", d, scale.dims());
-  if (!(epsilon > 0)) throw value_error("ctflow::nn::fused_batch_norm: epsilon must be positive, got " + std::to_string(epsilon));
+  if (!(epsilon > 0)) ctflow::detail::raise<value_error>("ctflow::nn::fused_batch_norm: epsilon must be positive, got " + std::to_string(epsilon));
   batch_norm_op<T, SX> k;
   k.out_dims = d;
   k.g = {product(d) / std::max<std::size_t>(d[R - 1], 1), d[R - 1], epsilon};

@@ -16,19 +16,32 @@ namespace ctflow::backend::reference {
 
 namespace conv_detail {
 
+/// f(ky, kx, y, x) for every tap of output pixel (oy, ox) whose input pixel (y, x) is inside the
+/// image, in row-major order of (ky, kx).
+template <class F> void each_tap_of(const nn::detail::conv_geometry& g, std::size_t oy, std::size_t ox, F&& f) {
+  for (std::size_t ky = 0; ky < g.kh; ++ky)
+    for (std::size_t kx = 0; kx < g.kw; ++kx) {
+      const std::ptrdiff_t y = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.pt);
+      const std::ptrdiff_t x = std::ptrdiff_t(ox * g.sw + kx * g.dw) - std::ptrdiff_t(g.pl);
+      if (y < 0 || x < 0 || y >= std::ptrdiff_t(g.h) || x >= std::ptrdiff_t(g.w)) continue;
+      f(ky, kx, std::size_t(y), std::size_t(x));
+    }
+}
+
 /// f(n, oy, ox, ky, kx, y, x) for every output pixel and tap whose input pixel (y, x) is inside
 /// the image, in row-major order of (n, oy, ox, ky, kx).
 template <class F> void each_tap(const nn::detail::conv_geometry& g, F&& f) {
   for (std::size_t n = 0; n < g.n; ++n)
     for (std::size_t oy = 0; oy < g.oh; ++oy)
       for (std::size_t ox = 0; ox < g.ow; ++ox)
-        for (std::size_t ky = 0; ky < g.kh; ++ky)
-          for (std::size_t kx = 0; kx < g.kw; ++kx) {
-            const std::ptrdiff_t y = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.pt);
-            const std::ptrdiff_t x = std::ptrdiff_t(ox * g.sw + kx * g.dw) - std::ptrdiff_t(g.pl);
-            if (y < 0 || x < 0 || y >= std::ptrdiff_t(g.h) || x >= std::ptrdiff_t(g.w)) continue;
-            f(n, oy, ox, ky, kx, std::size_t(y), std::size_t(x));
-          }
+        each_tap_of(g, oy, ox, [&](std::size_t ky, std::size_t kx, std::size_t y, std::size_t x) { f(n, oy, ox, ky, kx, y, x); });
+}
+
+/// f(n, oy, ox) for every output pixel, in row-major order.
+template <class F> void each_output(const nn::detail::conv_geometry& g, F&& f) {
+  for (std::size_t n = 0; n < g.n; ++n)
+    for (std::size_t oy = 0; oy < g.oh; ++oy)
+      for (std::size_t ox = 0; ox < g.ow; ++ox) f(n, oy, ox);
 }
 
 /// Offsets of input pixel (n, y, x), output pixel (n, oy, ox) and tap (ky, kx), in elements
@@ -43,19 +56,22 @@ template <class T> void store(T* out, const std::vector<double>& acc) {
 
 }  // namespace conv_detail
 
-/// y[n, oy, ox, co] = sum over taps and ci of x[n, y, x, ci] f[ky, kx, ci, co].
+/// y[n, oy, ox, co] = sum over taps and ci of x[n, y, x, ci] f[ky, kx, ci, co], each output's sum
+/// in the order of (ky, kx, ci) and with no memory but its own (a microcontroller's inference).
 template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel<nn::detail::conv2d_op<T, SX, SF, P>> : nn::detail::conv2d_op<T, SX, SF, P> {
   using op = nn::detail::conv2d_op<T, SX, SF, P>;
-  using op::g, op::out_dims;
+  using op::g;
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
     using namespace conv_detail;
-    std::vector<double> acc(product(out_dims));
-    each_tap(g, [&](std::size_t n, std::size_t oy, std::size_t ox, std::size_t ky, std::size_t kx, std::size_t y, std::size_t xx) {
-      for (std::size_t co = 0; co < g.o; ++co)
-        for (std::size_t ci = 0; ci < g.c; ++ci)
-          acc[out_pixel(g, n, oy, ox) * g.o + co] += double(x.data[pixel(g, n, y, xx) * g.c + ci]) * double(f.data[(tap(g, ky, kx) * g.c + ci) * g.o + co]);
+    each_output(g, [&](std::size_t n, std::size_t oy, std::size_t ox) {
+      for (std::size_t co = 0; co < g.o; ++co) {
+        double acc = 0;
+        each_tap_of(g, oy, ox, [&](std::size_t ky, std::size_t kx, std::size_t y, std::size_t xx) {
+          for (std::size_t ci = 0; ci < g.c; ++ci) acc += double(x.data[pixel(g, n, y, xx) * g.c + ci]) * double(f.data[(tap(g, ky, kx) * g.c + ci) * g.o + co]);
+        });
+        out[out_pixel(g, n, oy, ox) * g.o + co] = T(acc);
+      }
     });
-    store(out, acc);
   }
 };
 
@@ -92,20 +108,24 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
   }
 };
 
-/// Depthwise: y[n, oy, ox, k * m + j] = sum over taps of x[n, y, x, k] f[ky, kx, k, j].
+/// Depthwise: y[n, oy, ox, k * m + j] = sum over taps of x[n, y, x, k] f[ky, kx, k, j], in the
+/// order of (ky, kx), with no memory but the sum's.
 template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel<nn::detail::depthwise_op<T, SX, SF, P>> : nn::detail::depthwise_op<T, SX, SF, P> {
   using op = nn::detail::depthwise_op<T, SX, SF, P>;
-  using op::g, op::out_dims;
+  using op::g;
   void run(T* out, const expr::strided_view<T, 4>& x, const expr::strided_view<T, 4>& f) const {
     using namespace conv_detail;
     const std::size_t m = f.dims[3];
-    std::vector<double> acc(product(out_dims));
-    each_tap(g, [&](std::size_t n, std::size_t oy, std::size_t ox, std::size_t ky, std::size_t kx, std::size_t y, std::size_t xx) {
+    each_output(g, [&](std::size_t n, std::size_t oy, std::size_t ox) {
       for (std::size_t k = 0; k < g.c; ++k)
-        for (std::size_t j = 0; j < m; ++j)
-          acc[out_pixel(g, n, oy, ox) * g.o + k * m + j] += double(x.data[pixel(g, n, y, xx) * g.c + k]) * double(f.data[(tap(g, ky, kx) * g.c + k) * m + j]);
+        for (std::size_t j = 0; j < m; ++j) {
+          double acc = 0;
+          each_tap_of(g, oy, ox, [&](std::size_t ky, std::size_t kx, std::size_t y, std::size_t xx) {
+            acc += double(x.data[pixel(g, n, y, xx) * g.c + k]) * double(f.data[(tap(g, ky, kx) * g.c + k) * m + j]);
+          });
+          out[out_pixel(g, n, oy, ox) * g.o + k * m + j] = T(acc);
+        }
     });
-    store(out, acc);
   }
 };
 

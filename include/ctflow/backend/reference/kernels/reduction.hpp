@@ -40,24 +40,36 @@ using acc_t = std::conditional_t<is_floating_v<T> && std::is_same_v<Op<float>, o
 
 /// out[group] = Op over the elements of in (extents d) whose kept indices are the group's, the
 /// mean when asked (that of integers truncates; an empty group's is the identity, as its sum).
+/// Each group combines its elements in row-major order, one group after another, with no memory
+/// but the accumulator.
 template <template <class> class Op, class T, std::size_t R>
 void reduce(T* out, const T* in, const dims_t<R>& d, const bool* reduced, bool mean) {
   using A = acc_t<Op, T>;
   std::size_t groups = 1, count = 1;
   for (std::size_t k = 0; k < R; ++k) (reduced[k] ? count : groups) *= d[k];
-  std::vector<A> acc(groups, Op<A>::identity());
-  const std::size_t n = product(d);
-  std::array<std::size_t, R> idx{};
-  for (std::size_t e = 0; e < n; ++e) {
-    const std::size_t o = group_of(idx, d, reduced);
-    acc[o] = Op<A>{}(A(acc[o]), A(in[e]));
-    next_index(idx, d);
+  const auto st = row_major_strides(d);
+  // The kept axes' extents (the reduced ones 1), and the reduced ones' (the kept ones 1).
+  dims_t<R> kept{}, within{};
+  for (std::size_t k = 0; k < R; ++k) {
+    kept[k] = reduced[k] ? 1 : d[k];
+    within[k] = reduced[k] ? d[k] : 1;
   }
+  std::array<std::size_t, R> g{};
   for (std::size_t o = 0; o < groups; ++o) {
-    const A a = acc[o];
+    std::ptrdiff_t base = 0;
+    for (std::size_t k = 0; k < R; ++k) base += std::ptrdiff_t(g[k]) * st[k];
+    A a = Op<A>::identity();
+    std::array<std::size_t, R> idx{};
+    for (std::size_t e = 0; e < count; ++e) {
+      std::ptrdiff_t at = base;
+      for (std::size_t k = 0; k < R; ++k) at += std::ptrdiff_t(idx[k]) * st[k];
+      a = Op<A>{}(A(a), A(in[at]));
+      next_index(idx, within);
+    }
     if (!mean || count == 0) out[o] = T(a);
     else if constexpr (is_floating_v<T>) out[o] = T(a / A(count));
     else out[o] = T(std::int64_t(a) / std::int64_t(count));
+    next_index(g, kept);
   }
 }
 
