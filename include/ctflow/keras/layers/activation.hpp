@@ -21,6 +21,7 @@ namespace detail {
 template <const char* Name, class F> struct elementwise_layer {
   template <class T, ShapeType In> struct built {
     static constexpr const char* class_name = Name;
+    using spec = F;  // what it applies
     static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
     using input_shape = In;
@@ -44,6 +45,7 @@ template <auto A> struct Activation {
   /// @brief Keras's get_config: activation.
   void get_config(config_dict& c) const { c.set("activation", detail::keras_activation_name(A)); }
   struct apply {
+    static constexpr auto activation = A;
     explicit apply(const Activation&) {}
     template <class X> auto operator()(const X& x) const { return A(x); }
   };
@@ -94,6 +96,7 @@ template <int Axis = -1> struct Softmax {
   /// @brief Keras's get_config: axis.
   void get_config(config_dict& c) const { c.set("axis", Axis); }
   struct apply {
+    static constexpr int axis = Axis;
     explicit apply(const Softmax&) {}
     template <class X> auto operator()(const X& x) const { return nn::softmax<Axis>(x); }
   };

@@ -68,6 +68,7 @@ template <auto Kernel, auto... Options> struct DepthwiseConv2D : detail::depthwi
     static_assert(channels != dyn, "ctflow::keras::DepthwiseConv2D: the input's channels must have a static extent");
     static constexpr std::size_t outputs = channels * opt::multiplier;
     static constexpr const char* class_name = "DepthwiseConv2D";
+    using spec = DepthwiseConv2D;  // its window, strides, padding, activation and bias
     using value_type = T;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(detail::out_h<In, kernel_size, opt::stride, opt::dilation, opt::padding>()),

@@ -21,6 +21,7 @@ namespace ctflow::keras::layers::detail {
 /// Units the bias's length.
 template <class Spec, class T, ShapeType K, std::size_t Units> struct kernel_and_bias {
   static constexpr bool has_bias = Spec::has_bias;
+  using spec = Spec;  // its structure: window, strides, padding, activation
   Spec config;
   Variable<T, K> kernel;
   std::conditional_t<has_bias, Variable<T, Shape<Units>>, std::monostate> bias;

@@ -36,6 +36,7 @@ template <pads P = pads{}> struct ZeroPadding2D {
   template <class T, ShapeType In> struct built {
     static_assert(In::rank == 4, "ctflow::keras::ZeroPadding2D: its input must be [batch, height, width, channels]");
     static constexpr const char* class_name = "ZeroPadding2D";
+    static constexpr pads padding = P;
     using value_type = T;
     using input_shape = In;
     static constexpr auto grow = [](std::size_t e, std::size_t by) { return e == dyn ? std::size_t(dyn) : e + by; };

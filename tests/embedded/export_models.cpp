@@ -1,0 +1,70 @@
+// Writes the networks the embedded tests compile for each target, with keras::export_header:
+//
+//   mlp.hpp, cnn.hpp  Fashion-MNIST's MLP (784-128-10) and Keras's tutorial CNN (the demo's),
+//                     trained here for a few hundred steps on Debian's dataset-fashion-mnist
+//                     (deterministic: the same weights on every run), with the first 32 test
+//                     images as their test case;
+//   zoo.hpp           a network of every layer the embedded form has (strided and same-padded
+//                     convolutions, depthwise, batch normalization with moving statistics of its
+//                     own, zero padding, the poolings, reshapes, element-wise activations and
+//                     softmax), untrained, on random inputs.
+//
+//   export_models OUTDIR
+#include <cstdio>
+#include <string>
+
+#include <ctflow/data.hpp>
+#include <ctflow/keras.hpp>
+#include <ctflow/keras/export.hpp>
+
+using namespace ctflow;
+namespace layers = keras::layers;
+namespace activations = keras::activations;
+
+using Mlp = keras::Sequential<keras::Input<float, Shape<28, 28, 1>>, layers::Rescaling, layers::Flatten, layers::Dense<128, activations::relu>,
+                              layers::Dense<10>>;
+using Cnn = keras::Sequential<keras::Input<float, Shape<28, 28, 1>>, layers::Rescaling, layers::Conv2D<32, 3, activations::relu>, layers::MaxPooling2D<2>,
+                              layers::Conv2D<64, 3, activations::relu>, layers::MaxPooling2D<2>, layers::Flatten, layers::Dense<128, activations::relu>,
+                              layers::Dense<10>>;
+using Zoo = keras::Sequential<keras::Input<float, Shape<12, 12, 3>>, layers::Rescaling, layers::ZeroPadding2D<layers::pads{1, 0, 2, 1}>,
+                              layers::Conv2D<8, 3, layers::same, layers::strides<2>, activations::tanh>, layers::BatchNormalization,
+                              layers::DepthwiseConv2D<3, layers::depth_multiplier<2>, activations::relu6>, layers::MaxPooling2D<2, layers::same>,
+                              layers::Activation<activations::swish>, layers::Dropout, layers::Conv2D<12, 1, layers::use_bias<false>>, layers::ReLU,
+                              layers::AveragePooling2D<2, layers::strides<1>>, layers::Reshape<Shape<4, 12>>, layers::Dense<6, activations::softmax>,
+                              layers::Reshape<Shape<8, 3>>, layers::Activation<activations::log_softmax>, layers::Flatten, layers::Dense<4>>;
+
+template <class Model, class Images, class Labels>
+void fit_steps(Model& model, const Images& images, const Labels& labels, std::int64_t steps) {
+  model.compile(keras::optimizers::Adam{}, keras::losses::SparseCategoricalCrossentropy{.from_logits = true}, {"accuracy"});
+  model.fit(images, labels, {.batch_size = 64, .epochs = 1, .verbose = 0, .steps_per_epoch = steps});
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: export_models OUTDIR\n");
+    return 2;
+  }
+  const std::string out = argv[1];
+  auto [train_set, test_set] = datasets::fashion_mnist::load_data();
+  const Tensor<float, Shape<dyn, 28, 28, 1>> images(reshape<Shape<dyn, 28, 28, 1>>(cast<float>(slice<Shape<32, 28, 28>>(test_set.first, {0, 0, 0})), {32, 28, 28, 1}));
+
+  keras::utils::set_random_seed(7);
+  Mlp mlp({}, {.scale = 1.0 / 255}, {}, {}, {});
+  fit_steps(mlp, train_set.first, train_set.second, 300);
+  keras::export_header(mlp, out + "/mlp.hpp", {.name_space = "net"}, images);
+
+  Cnn cnn({}, {.scale = 1.0 / 255}, {}, {}, {}, {}, {}, {}, {});
+  fit_steps(cnn, train_set.first, train_set.second, 150);
+  keras::export_header(cnn, out + "/cnn.hpp", {.name_space = "net"}, images);
+
+  Zoo zoo({}, {.scale = 0.5, .offset = -1}, {}, {}, {}, {}, {}, {}, {.rate = 0.5}, {}, {}, {}, {}, {}, {}, {}, {}, {});
+  // Moving statistics and an affine part of the batch normalization's own.
+  auto& bn = zoo.get_layer<3>().layer;
+  bn.gamma.assign(random_uniform<float, Shape<8>>(1, 0.5, 1.5));
+  bn.beta.assign(random_uniform<float, Shape<8>>(2, -0.5, 0.5));
+  bn.moving_mean.assign(random_uniform<float, Shape<8>>(3, -0.2, 0.2));
+  bn.moving_variance.assign(random_uniform<float, Shape<8>>(4, 0.5, 2.0));
+  const auto inputs = random_uniform<float, Shape<dyn, 12, 12, 3>>(5, 0.0, 4.0, {6, 12, 12, 3});
+  keras::export_header(zoo, out + "/zoo.hpp", {.name_space = "net"}, inputs);
+  return 0;
+}
