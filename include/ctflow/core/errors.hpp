@@ -69,6 +69,30 @@ template <class E> constexpr const char* error_kind() {
   else if constexpr (std::is_same_v<E, std::bad_alloc>) return "bad_alloc";
   else static_assert(sizeof(E) == 0, "ctflow::detail::raise: not one of ctflow's errors");
 }
+/// A message of at most 255 characters, built with no heap: the text of the errors a network's
+/// static shapes can reach, in a program linked with no C++ runtime (an embedded one).
+class short_message {
+ public:
+  short_message& operator<<(const char* s) {
+    while (*s && n_ + 1 < sizeof text_) text_[n_++] = *s++;
+    text_[n_] = 0;
+    return *this;
+  }
+  short_message& operator<<(std::size_t v) {
+    char digits[24];
+    int k = 0;
+    do { digits[k++] = char('0' + v % 10); v /= 10; } while (v);
+    while (k > 0 && n_ + 1 < sizeof text_) text_[n_++] = digits[--k];
+    text_[n_] = 0;
+    return *this;
+  }
+  const char* c_str() const { return text_; }
+
+ private:
+  char text_[256] = {};
+  std::size_t n_ = 0;
+};
+
 inline const char* message_text(const std::string& m) { return m.c_str(); }
 inline const char* message_text(const char* m) { return m; }
 

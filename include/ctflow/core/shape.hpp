@@ -124,10 +124,26 @@ template <class Dims> std::string format_dims(const Dims& d) {
   return s + "]";
 }
 
-/// @brief Throws shape_error "<op>: <what>: [a] x [b]", the run-time twin of a static message.
+namespace detail {
+/// format_dims(d) appended to m.
+template <std::size_t R> short_message& operator<<(short_message& m, const dims_t<R>& d) {
+  m << "[";
+  for (std::size_t i = 0; i < R; ++i) {
+    if (i) m << ",";
+    if (d[i] == dyn) m << "None";
+    else m << d[i];
+  }
+  return m << "]";
+}
+}  // namespace detail
+
+/// @brief Throws shape_error "<op>: <what>: [a] x [b]", the run-time twin of a static message
+/// (its text built with no heap).
 template <std::size_t R1, std::size_t R2>
 [[noreturn]] void throw_shape_error(const char* op, const char* what, const dims_t<R1>& a, const dims_t<R2>& b) {
-  ctflow::detail::raise<shape_error>(std::string(op) + ": " + what + ": " + format_dims(a) + " x " + format_dims(b));
+  detail::short_message m;
+  m << op << ": " << what << ": " << a << " x " << b;
+  ctflow::detail::raise<shape_error>(m.c_str());
 }
 
 // ---- broadcasting (NumPy/TensorFlow rules), static part -----------------------------------------

@@ -30,7 +30,7 @@ inline void* build(const std::vector<const ctflow::backend::cuda::generated_kern
     for (std::size_t i = 0; i < kernels.size(); ++i) all << "namespace k" << i << " {\n" << kernels[i]->source << "\n}\n";
   }
   const std::string command = std::string("cd ") + dir + " && " CTFLOW_HOST_CXX
-                              " -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -include " CTFLOW_HOST_SHIM
+                              " -std=c++17 -O0 -ffp-contract=off -fPIC -shared -w -include " CTFLOW_HOST_SHIM
                               " kernels.cpp -o kernels.so > log.txt 2>&1";
   const int rc = std::system(command.c_str());
   std::stringstream log;
