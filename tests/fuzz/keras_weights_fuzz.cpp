@@ -3,7 +3,9 @@
 // a model of Keras's BatchNormalization test network (Dense 8->16, BatchNormalization, Dense
 // 16->2) so that good files load whole. A failed load must leave every weight as it was; an HDF5
 // file is also walked whole through io::hdf5 (every group, attribute and dataset). Built with
-// only the compiled parts it needs (no layer templates, no libhdf5).
+// only the compiled parts it needs (no layer templates, no libhdf5). The same bytes are imported
+// as a model (keras::import_header's reading of the config and the weights) and its header's text
+// written.
 #define CTFLOW_SEPARATE_COMPILATION
 #include <cstring>
 #include <vector>
@@ -12,6 +14,8 @@
 #include <ctflow/detail/impl/zip.ipp>
 #include <ctflow/io/impl/hdf5.ipp>
 #include <ctflow/io/impl/safetensors.ipp>
+#include <ctflow/keras/impl/embedded_header.ipp>
+#include <ctflow/keras/impl/import.ipp>
 #include <ctflow/keras/impl/saving.ipp>
 
 #include "fuzz_common.hpp"
@@ -75,6 +79,10 @@ CTFLOW_FUZZ({
   } catch (const ctflow::shape_error&) {
     for (int i = 0; i < 8; ++i)
       if (net.w[i] != before.w[i]) __builtin_trap();
+  }
+  try {
+    (void)k::embedded_header_text(k::imported_model(file, "fuzz"), {});
+  } catch (const ctflow::io_error&) {
   }
   if (size < 4 || data[0] != 'P') (void)walk(h5::File(file, "fuzz.h5"), "", 0);
 })

@@ -1,6 +1,7 @@
 # Installs ctflow from BINARY_DIR into a fresh prefix, then configures, builds and runs two consumer
 # projects that find it with find_package(ctflow): CONSUMER/core, of the core alone, with the
-# components' dependencies hidden from it; CONSUMER, of the components data and io, built with
+# components' dependencies hidden from it (and a model Keras saved compiled in by ctflow_import,
+# the installed ctflow-import); CONSUMER, of the components data and io, built with
 # the umbrella headers precompiled; CONSUMER/compiled, the same program built against the
 # compiled parts (ctflow_add_compiled_library); and CONSUMER/keras, of the keras component alone,
 # built once by CMake and once by one compiler line with pkg-config's flags (CXX, PKG_CONFIG).
@@ -29,9 +30,15 @@ function(consumer name source executable)
 endfunction()
 
 consumer(core ${CONSUMER}/core core_consumer -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON -DCMAKE_DISABLE_FIND_PACKAGE_PNG=ON
-         -DCMAKE_DISABLE_FIND_PACKAGE_JPEG=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON)
+         -DCMAKE_DISABLE_FIND_PACKAGE_JPEG=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
+         -DCTFLOW_TEST_MODEL=${SOURCE_DIR}/tests/keras/data/weights/batch_normalization.keras
+         -DCTFLOW_TEST_CASE=${SOURCE_DIR}/tests/keras/data/weights/batch_normalization.safetensors)
 if(NOT out MATCHES "ctflow.Tensor\\(\\[0\\. 2\\. 6\\.\\]")
   message(FATAL_ERROR "the core consumer printed: ${out}")
+endif()
+execute_process(COMMAND ${WORK}/core/embedded_consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "embedded 3 ok")
+  message(FATAL_ERROR "the core consumer's embedded network printed: ${out}")
 endif()
 consumer(full ${CONSUMER} consumer)
 if(NOT out MATCHES "ctflow.Tensor\\(\\[5\\. 7\\. 9\\.\\]" OR NOT out MATCHES "pipeline 10 png 7" OR NOT out MATCHES "safetensors 2.5")

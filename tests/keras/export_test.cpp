@@ -90,9 +90,10 @@ TEST_CASE("export_header: the test case holds the inputs and the model's outputs
   CHECK(inputs == std::vector<float>(x.data(), x.data() + x.size()));
   const auto y = model(x);
   CHECK(array_values(h, "test_outputs") == std::vector<float>(y.data(), y.data() + y.size()));
-  // Inputs that are not whole batches.
+  // Inputs that are not whole batches, and no batch.
   CHECK_THROWS_WITH(keras::export_header(model, path, {.batch = 3}, x),
                     "ctflow::keras::export_header: give test inputs in whole batches of 3");
+  CHECK_THROWS_WITH(keras::export_header(model, path, {.batch = 0}, x), "ctflow::keras::export_header: the batch must be positive");
 }
 
 TEST_CASE("export_header: what it cannot write is an error before anything is written, and a file appears whole") {

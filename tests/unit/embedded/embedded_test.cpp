@@ -75,7 +75,7 @@ TEST_CASE("embedded: the arena: each layer's input and output at the arena's two
   for (int i = 0; i < 5; ++i) CHECK(y[i] == expected(0, i));  // the same ops in the same order: bitwise
 }
 
-TEST_CASE("embedded: an element-wise layer writes over its input; views and in-place layers at the end write the caller's output") {
+TEST_CASE("embedded: an element-wise layer writes over its input, and views and in-place layers at the end write the caller's output") {
   // BatchNormalization and Activation(tanh) over the convolution's output where it lies; the
   // convolution writes the caller's output, which Flatten then reads.
   using Net = embedded::Sequential<embedded::Input<float, Shape<2, 6, 6, 2>>, embedded::Conv2D<4, conv3, activations::linear, weights::k1>,

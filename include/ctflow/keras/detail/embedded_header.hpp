@@ -1,0 +1,75 @@
+#pragma once
+// The header export_header and import_header write, from a run-time description of an embedded
+// network (its input, its layers with their structure and weights, a test case), whatever it was
+// read from: a model's types (keras/export.hpp) or the config and weights of a file Keras wrote
+// (keras/import.hpp). Its text is written by code compiled once (ctflow::keras's compiled part).
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <ctflow/detail/linkage.hpp>
+
+namespace ctflow::keras {
+
+/// @brief export_header's and import_header's options.
+struct export_options {
+  /// @brief The namespace the header declares everything in.
+  std::string name_space = "net";
+  /// @brief The batch of the network's Input: every extent is static in the header.
+  std::size_t batch = 1;
+  /// @brief The device predict runs on: "reference" (plain loops: any target) or "cpu" (SIMD,
+  /// threads; its kernels take memory of their own).
+  std::string device = "reference";
+};
+
+namespace detail {
+
+/// A layer of an embedded network: its embedded class (`kind`: "Dense", "Conv2D",
+/// "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+/// "GlobalMaxPooling2D", "Flatten", "Reshape", "ZeroPadding2D", "Rescaling",
+/// "BatchNormalization", "Activation"), the Keras layer's name (its arrays are named after it),
+/// what its class reads of its structure, and its weights in the order the class takes them.
+struct embedded_layer {
+  struct weight {
+    std::string name;  // Keras's: "kernel", "bias", "gamma", ...
+    std::vector<std::size_t> shape;
+    std::vector<double> values;
+  };
+  std::string kind, name;
+  std::size_t units = 0;  // Dense's units, Conv2D's filters, DepthwiseConv2D's depth multiplier
+  std::size_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;  // a window
+  std::string padding = "valid";  // "valid" or "same", as Keras's layers take it
+  std::string activation = "linear";  // a keras::activations name
+  double scale = 1, offset = 0, epsilon = 1e-3;
+  std::array<std::size_t, 4> pads{};  // ZeroPadding2D's top, bottom, left and right
+  std::vector<std::size_t> target;    // Reshape's, without the batch axis
+  std::vector<weight> weights;
+};
+
+/// An embedded network: the model's name and class, its dtype (float or double), its input's
+/// extents without the batch axis, its layers, and a test case (batches of inputs, the model's
+/// outputs for them) when it has one; `what` names the writer in errors and in the header.
+struct embedded_model {
+  std::string what = "ctflow::keras::export_header";
+  std::string name, class_name = "Sequential", dtype = "float";
+  std::vector<std::size_t> input;
+  std::vector<embedded_layer> layers;
+  std::vector<double> test_inputs, test_outputs;
+};
+
+/// Whether activation a (keras::activations' name) is one an embedded layer applies.
+CTFLOW_DECL bool embedded_activation(const std::string& a);
+/// The header's text (every layer's kind and activation checked: a value_error naming the
+/// layer).
+CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const export_options& o);
+/// Writes it at path, atomically.
+CTFLOW_DECL void write_embedded_header(const std::string& path, const embedded_model& m, const export_options& o);
+
+}  // namespace detail
+}  // namespace ctflow::keras
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#include <ctflow/keras/impl/embedded_header.ipp>
+#endif

@@ -1,0 +1,169 @@
+#pragma once
+// Definitions of keras/detail/embedded_header.hpp (ctflow::keras's compiled part; see
+// detail/linkage.hpp): the text of an exported network's header.
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <ctflow/core/errors.hpp>
+#include <ctflow/detail/file.hpp>
+#include <ctflow/keras/detail/embedded_header.hpp>
+
+namespace ctflow::keras::detail {
+
+namespace embedded_text {
+
+/// A C++ identifier from a Keras name ("conv2d_1/kernel" -> conv2d_1_kernel).
+inline std::string identifier(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) c = '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "w_" + s;
+  return s;
+}
+
+/// A literal of type `type` (float or double) with value v: exact (9 significant digits give a
+/// float back, 17 a double).
+inline std::string literal(double v, const std::string& type) {
+  if (std::isnan(v)) return "std::numeric_limits<" + type + ">::quiet_NaN()";
+  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + type + ">::infinity()";
+  const bool is_float = type == "float";
+  char text[40];
+  std::snprintf(text, sizeof text, is_float ? "%.9g" : "%.17g", v);
+  std::string s = text;
+  if (s.find_first_of(".e") == std::string::npos) s += '.';
+  return is_float ? s + "f" : s;
+}
+/// A double as a template argument (Rescaling's scale, an epsilon).
+inline std::string number(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  std::string s = text;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+/// `alignas(64) inline constexpr <type> id[n] = {...};`
+inline void array(std::string& out, const std::string& type, const std::string& id, const std::vector<double>& values) {
+  out += "alignas(64) inline constexpr " + type + " " + id + "[" + std::to_string(values.size()) + "] = {";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out += i % 8 == 0 ? "\n    " : " ";
+    out += literal(values[i], type);
+    out += ',';
+  }
+  out += "\n};\n";
+}
+
+inline std::string n(std::size_t v) { return std::to_string(v); }
+inline std::string window(const embedded_layer& l) {
+  return "ctflow::embedded::window{.kh = " + n(l.kh) + ", .kw = " + n(l.kw) + ", .sh = " + n(l.sh) + ", .sw = " + n(l.sw) + ", .dh = " + n(l.dh) +
+         ", .dw = " + n(l.dw) + ", .padding = ctflow::nn::" + (l.padding == "same" ? "SAME" : "VALID") + "}";
+}
+
+inline bool normalizing(const std::string& a) { return a == "softmax" || a == "log_softmax"; }
+inline std::string activation(const std::string& a) { return "ctflow::keras::activations::" + a; }
+/// The header of device d's backend, which the exported header includes (the program, not
+/// ctflow's device-independent headers, names a backend).
+inline std::string backend_header(const std::string& d) { return "ctflow/backend/" + d + "/" + d + ".hpp"; }
+
+}  // namespace embedded_text
+
+// keras::activations' names: every one an embedded layer applies (softmax and log_softmax as
+// layers of their own).
+CTFLOW_DECL bool embedded_activation(const std::string& a) {
+  for (const char* k : {"linear", "relu", "relu6", "sigmoid", "tanh", "softmax", "log_softmax", "elu", "selu", "softplus", "softsign", "silu", "swish",
+                        "gelu", "exponential", "leaky_relu", "hard_sigmoid", "mish"})
+    if (a == k) return true;
+  return false;
+}
+
+CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const export_options& o) {
+  using namespace embedded_text;
+  const auto refuse = [&](const embedded_layer& l, const std::string& why) {
+    throw value_error(m.what + ": layer " + l.name + " (" + l.kind + "): " + why);
+  };
+  if (o.device != "reference" && o.device != "cpu") throw value_error(m.what + ": device " + o.device + ": give \"reference\" or \"cpu\"");
+  if (o.batch == 0) throw value_error(m.what + ": the batch must be positive");
+  if (m.dtype != "float" && m.dtype != "double") throw value_error(m.what + ": a model of float32 or float64 weights, not " + m.dtype);
+  const std::string& type = m.dtype;
+
+  std::string weights, layers;
+  std::size_t params = 0;
+  const auto layer = [&](const std::string& text) { layers += ",\n    " + text; };
+  for (const auto& l : m.layers) {
+    // Its arrays, named after the layer and the weight, listed in the order the class takes them.
+    std::string args;
+    for (const auto& w : l.weights) {
+      const std::string id = identifier(l.name + "_" + w.name);
+      std::string shape;
+      std::size_t count = 1;
+      for (auto e : w.shape) {
+        shape += (shape.empty() ? "" : ", ") + n(e);
+        count *= e;
+      }
+      if (count != w.values.size()) refuse(l, "weight " + w.name + " has " + n(w.values.size()) + " values for a shape [" + shape + "]");
+      weights += "/// " + l.name + "/" + w.name + " [" + shape + "]\n";
+      array(weights, type, id, w.values);
+      args += ", weights::" + id;
+      params += count;
+    }
+    if (!embedded_activation(l.activation)) refuse(l, "activation " + l.activation + " has no embedded form");
+    if (l.padding != "valid" && l.padding != "same") refuse(l, "padding " + l.padding + ": give valid or same");
+    // A softmax activation is a layer of its own: it needs the rows' maxima and sums.
+    const std::string a = activation(normalizing(l.activation) ? "linear" : l.activation);
+    const bool split = normalizing(l.activation) && l.kind != "Activation";
+    if (l.kind == "Dense") layer("ctflow::embedded::Dense<" + n(l.units) + ", " + a + args + ">");
+    else if (l.kind == "Conv2D" || l.kind == "DepthwiseConv2D") layer("ctflow::embedded::" + l.kind + "<" + n(l.units) + ", " + window(l) + ", " + a + args + ">");
+    else if (l.kind == "MaxPooling2D" || l.kind == "AveragePooling2D") layer("ctflow::embedded::" + l.kind + "<" + window(l) + ">");
+    else if (l.kind == "GlobalAveragePooling2D" || l.kind == "GlobalMaxPooling2D" || l.kind == "Flatten") layer("ctflow::embedded::" + l.kind);
+    else if (l.kind == "Reshape") {
+      std::string target;
+      for (auto e : l.target) target += (target.empty() ? "" : ", ") + n(e);
+      layer("ctflow::embedded::Reshape<ctflow::Shape<" + target + ">>");
+    } else if (l.kind == "ZeroPadding2D") layer("ctflow::embedded::ZeroPadding2D<" + n(l.pads[0]) + ", " + n(l.pads[1]) + ", " + n(l.pads[2]) + ", " + n(l.pads[3]) + ">");
+    else if (l.kind == "Rescaling") layer("ctflow::embedded::Rescaling<" + number(l.scale) + ", " + number(l.offset) + ">");
+    else if (l.kind == "BatchNormalization") layer("ctflow::embedded::BatchNormalization<" + number(l.epsilon) + args + ">");
+    else if (l.kind == "Activation") layer("ctflow::embedded::Activation<" + activation(l.activation) + ">");
+    else refuse(l, "has no embedded form");
+    if (split) layer("ctflow::embedded::Activation<" + activation(l.activation) + ">");
+  }
+
+  std::string input = n(o.batch);
+  std::size_t per_example = 1;
+  for (auto e : m.input) {
+    input += ", " + n(e);
+    per_example *= e;
+  }
+  const std::string ns = identifier(o.name_space);
+  std::string h = "// " + ns + ": the Keras model \"" + m.name + "\" (" + m.class_name + ", " + n(params) +
+                  " parameters) for inference, written by " + m.what + ".\n#pragma once\n\n#include <cstddef>\n#include <limits>\n\n"
+                  "#include <ctflow/embedded.hpp>\n#include <" + backend_header(o.device) + ">\n\nnamespace " + ns +
+                  " {\n\nnamespace weights {\n" + weights + "}  // namespace weights\n\n";
+  h += "/// The network: its input [" + input + "], its layers.\nusing model = ctflow::embedded::Sequential<\n    ctflow::embedded::Input<" + type +
+       ", ctflow::Shape<" + input + ">>" + layers + ">;\n/// The device predict runs on.\nusing device = ctflow::" + o.device + ";\n\n";
+  h += "/// Runs the network on x (model::input_shape, row-major) into y (model::output_shape), in\n/// model::arena_bytes of static memory.\n"
+       "inline void predict(const " + type + "* x, " + type + "* y) { model::predict<device>(x, y); }\n";
+  if (!m.test_inputs.empty()) {
+    const std::size_t batch_values = o.batch * per_example;
+    if (m.test_inputs.size() % batch_values)
+      throw shape_error(m.what + ": give test inputs in whole batches of " + n(o.batch));
+    const std::size_t count = m.test_inputs.size() / batch_values;
+    h += "\n/// The test case: test_count batches of inputs, and the Keras model's outputs for them.\ninline constexpr std::size_t test_count = " + n(count) + ";\n";
+    array(h, type, "test_inputs", m.test_inputs);
+    array(h, type, "test_outputs", m.test_outputs);
+    h += "static_assert(sizeof(test_outputs) / sizeof(test_outputs[0]) == test_count * model::output_shape::static_size,\n"
+         "              \"" + ns + ": the test case's outputs are not the network's\");\n";
+  }
+  h += "\n}  // namespace " + ns + "\n";
+  return h;
+}
+
+CTFLOW_DECL void write_embedded_header(const std::string& path, const embedded_model& m, const export_options& o) {
+  const std::string h = embedded_header_text(m, o);
+  ctflow::detail::atomic_output out(path, ctflow::detail::compression::none, m.what);
+  out.write(h.data(), h.size());
+  out.commit();
+}
+
+}  // namespace ctflow::keras::detail

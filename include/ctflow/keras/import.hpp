@@ -1,0 +1,43 @@
+#pragma once
+/// @file
+/// @brief keras::import_header (the program `ctflow-import`): a model that Keras wrote, a `.keras`
+/// archive or a legacy `.h5` file (its config and its weights), written as the header
+/// keras::export_header writes of a model built in C++ — its weights `constexpr` arrays, its
+/// network an embedded::Sequential type — with no ctflow model type behind it: the layers are read
+/// from the file's config.
+///
+///     keras::import_header("model.keras", "net.hpp", {.name_space = "net"}, "case.safetensors");
+///
+/// A Sequential model, or a functional one whose layers form a chain; the layers of
+/// export_header's list (Dense, Conv2D, DepthwiseConv2D, the 2-D poolings, Flatten, Reshape,
+/// ZeroPadding2D, Rescaling, BatchNormalization, Activation, ReLU, Softmax, Dropout, InputLayer),
+/// channels last. A layer or a setting with no embedded form is an io_error naming the layer and
+/// what it has; so is a damaged file. The test case, when given, is a safetensors file of `x` (the
+/// inputs, [n, ...]) and `y` (the Keras model's outputs for them): the header holds them, for a
+/// program to check itself against (tests/embedded/run_exported.cpp).
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include <ctflow/detail/linkage.hpp>
+#include <ctflow/keras/detail/embedded_header.hpp>
+
+namespace ctflow::keras {
+
+/// @brief Writes the model Keras saved at model_path as a header at header_path (atomically),
+/// with the test case of the safetensors file test_case (`x`, `y`) when it is given.
+CTFLOW_DECL void import_header(const std::string& model_path, const std::string& header_path, const export_options& o = {},
+                               const std::string& test_case = "");
+
+namespace detail {
+/// The embedded network of a model file's bytes (a .keras archive or a legacy .h5), `name`
+/// naming it in errors.
+CTFLOW_DECL embedded_model imported_model(std::span<const std::uint8_t> bytes, const std::string& name);
+}  // namespace detail
+
+}  // namespace ctflow::keras
+
+#if !defined(CTFLOW_SEPARATE_COMPILATION)
+#include <ctflow/keras/impl/import.ipp>
+#endif

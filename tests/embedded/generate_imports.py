@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Writes the Keras files the import tests convert with ctflow-import (tests/embedded/data/).
+
+Run with TensorFlow 2 / Keras 3 from PyPI (pip install tensorflow-cpu h5py), from the repository
+root:
+    python3 tests/embedded/generate_imports.py
+CI does not run it: the tests read the committed files.
+
+For each model: <name>.keras (model.save), <name>.h5 (Keras's legacy HDF5 format, model config and
+weights) and <name>.safetensors: x (the test inputs) and y (the model's outputs for them,
+model(x, training=False)). The weights are drawn at random (seeded), the moving variances and
+gammas positive, so that every weight shows in the outputs.
+  conv_zoo     a Sequential model of every layer ctflow-import takes: Rescaling, ZeroPadding2D,
+               Conv2D (same, strided, dilated), BatchNormalization without its scale,
+               DepthwiseConv2D, the poolings, ReLU, Activation, Dropout, Reshape, Softmax, Dense;
+  chain        a functional model whose layers form a chain (Input, Conv2D, BatchNormalization
+               without its center, Activation, GlobalAveragePooling2D, Dense with softmax).
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "keras"))
+from safetensors_np import write_safetensors  # noqa: E402
+
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def conv_zoo():
+    return keras.Sequential([
+        keras.Input((12, 10, 3)),
+        layers.Rescaling(1.0 / 4, offset=-0.5),
+        layers.ZeroPadding2D(((1, 0), (2, 1))),
+        layers.Conv2D(6, 3, strides=2, padding="same", activation="tanh"),
+        layers.BatchNormalization(scale=False, epsilon=1e-2),
+        layers.DepthwiseConv2D(3, depth_multiplier=2, padding="same", activation="relu6"),
+        layers.Conv2D(5, (3, 2), dilation_rate=(1, 2), use_bias=False),
+        layers.ReLU(),
+        layers.MaxPooling2D(2, padding="same"),
+        layers.Activation("swish"),
+        layers.Dropout(0.3),
+        layers.AveragePooling2D((2, 1), strides=1),
+        layers.Reshape((6, 5)),
+        layers.Dense(4, activation="sigmoid"),
+        layers.Softmax(),
+        layers.Flatten(),
+        layers.Dense(3, activation="log_softmax"),
+    ])
+
+
+def chain():
+    inputs = keras.Input((8, 8, 2))
+    x = layers.Conv2D(4, 3, activation="elu")(inputs)
+    x = layers.BatchNormalization(center=False)(x)
+    x = layers.Activation("gelu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(3, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+
+
+def write(name, model, x):
+    r = np.random.default_rng(7)
+    for w in model.weights:
+        v = r.uniform(-0.5, 0.5, size=w.shape).astype("float32")
+        if "moving_variance" in w.path or "gamma" in w.path:
+            v = np.abs(v) + 0.5
+        w.assign(v)
+    os.makedirs(DATA, exist_ok=True)
+    model.save(os.path.join(DATA, name + ".keras"))
+    from keras.src.legacy.saving import legacy_h5_format
+    legacy_h5_format.save_model_to_hdf5(model, os.path.join(DATA, name + ".h5"))
+    y = model(x, training=False).numpy()
+    write_safetensors(os.path.join(DATA, name + ".safetensors"), {"x": x, "y": y}, {"model": name, "keras": keras.__version__})
+
+
+def main():
+    r = np.random.default_rng(3)
+    write("conv_zoo", conv_zoo(), r.uniform(0, 4, size=(4, 12, 10, 3)).astype("float32"))
+    write("chain", chain(), r.uniform(-1, 1, size=(3, 8, 8, 2)).astype("float32"))
+
+
+if __name__ == "__main__":
+    main()
