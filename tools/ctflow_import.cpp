@@ -1,10 +1,11 @@
-// ctflow-import: a model Keras saved (a .keras archive, or a legacy .h5 with its config) written as
-// a C++ header that compiles it into a program for inference (keras::import_header; the header is
-// the one keras::export_header writes of a model built in C++, see docs/embedded.md).
+// ctflow-import: a model Keras saved (a .keras archive, or a legacy .h5 with its config) or an ONNX
+// model written as a C++ header that compiles it into a program for inference
+// (keras::import_header; the header is the one keras::export_header writes of a model built in
+// C++, see docs/embedded.md).
 //
 //   ctflow-import MODEL HEADER [--namespace NAME] [--batch N] [--device reference|cpu] [--test-case FILE]
 //
-// --test-case: a safetensors file of x (inputs, [n, ...]) and y (the Keras model's outputs for
+// --test-case: a safetensors file of x (inputs, [n, ...]) and y (the source model's outputs for
 // them), which the header holds for a program to check itself against. Errors name the file, the
 // layer and what it has; the exit status is 1 (2 for a wrong command line).
 #include <cstdio>

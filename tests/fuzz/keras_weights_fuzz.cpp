@@ -4,8 +4,8 @@
 // 16->2) so that good files load whole. A failed load must leave every weight as it was; an HDF5
 // file is also walked whole through io::hdf5 (every group, attribute and dataset). Built with
 // only the compiled parts it needs (no layer templates, no libhdf5). The same bytes are imported
-// as a model (keras::import_header's reading of the config and the weights) and its header's text
-// written.
+// as a model (keras::import_header's reading of the config and the weights, or of an ONNX graph)
+// and its header's text written.
 #define CTFLOW_SEPARATE_COMPILATION
 #include <cstring>
 #include <vector>
@@ -16,6 +16,7 @@
 #include <ctflow/io/impl/safetensors.ipp>
 #include <ctflow/keras/impl/embedded_header.ipp>
 #include <ctflow/keras/impl/import.ipp>
+#include <ctflow/keras/impl/onnx.ipp>
 #include <ctflow/keras/impl/saving.ipp>
 
 #include "fuzz_common.hpp"

@@ -121,3 +121,254 @@ TEST_CASE("export_header: what it cannot write is an error before anything is wr
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
     CHECK(e.path().filename().string().find(".tmp") == std::string::npos);  // no temporary file left
 }
+
+// ONNX graphs built field by field (ModelProto's wire format), imported as import_header reads
+// them: the layouts the network takes (channels last, kernels transposed, a channels-first
+// Flatten's rows permuted) and each refusal's message. (The models of generate_onnx.py, against
+// onnxruntime's outputs: tests/embedded/.)
+#include <ctflow/detail/protobuf.hpp>
+#include <ctflow/keras/import.hpp>
+
+namespace {
+
+using pbw = ctflow::detail::pb::writer;
+
+struct onnx_graph {
+  std::string body;  // GraphProto's fields
+
+  using attributes = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
+  /// A node of op over inputs into out, its integer attributes (one value: an int; more: a list)
+  /// and float ones.
+  void node(const std::string& op, const std::vector<std::string>& in, const std::string& out, const attributes& ints = {},
+            const std::vector<std::pair<std::string, float>>& floats = {}) {
+    pbw{body}.message(1, [&](pbw& n) {
+      for (const auto& i : in) n.bytes(1, i);
+      n.bytes(2, out);
+      n.bytes(3, out);
+      n.bytes(4, op);
+      for (const auto& [name, v] : ints)
+        n.message(5, [&](pbw& a) {
+          a.bytes(1, name);
+          if (v.size() == 1 && name != "pads" && name != "kernel_shape" && name != "strides") a.uint64(3, std::uint64_t(v[0]));
+          else a.packed_int64s(8, v);
+        });
+      for (const auto& [name, f] : floats)
+        n.message(5, [&](pbw& a) {
+          a.bytes(1, name);
+          a.float32(2, f);
+        });
+    });
+  }
+  /// An initializer of floats (or of int64s), its values 0, 1, 2, ... unless given.
+  void init(const std::string& name, const std::vector<std::int64_t>& dims, std::vector<float> v = {}, bool int64 = false, bool external = false) {
+    std::size_t n = 1;
+    for (auto d : dims) n *= std::size_t(d);
+    if (v.empty())
+      for (std::size_t k = 0; k < n; ++k) v.push_back(float(k));
+    pbw{body}.message(5, [&](pbw& t) {
+      t.packed_int64s(1, dims);
+      t.uint64(2, int64 ? 7 : 1);
+      if (int64) t.packed_int64s(7, std::vector<std::int64_t>(v.begin(), v.end()));
+      else if (!external) t.packed_floats(4, v);
+      t.bytes(8, name);
+      if (external) t.uint64(14, 1);
+    });
+  }
+  void value(std::uint32_t field, const std::string& name, const std::vector<std::int64_t>& dims, std::uint64_t elem = 1) {
+    pbw{body}.message(field, [&](pbw& v) {
+      v.bytes(1, name);
+      v.message(2, [&](pbw& type) {
+        type.message(1, [&](pbw& t) {
+          t.uint64(1, elem);
+          t.message(2, [&](pbw& s) {
+            for (auto d : dims)
+              s.message(1, [&](pbw& dim) {
+                if (d < 0) dim.bytes(2, "batch");
+                else dim.uint64(1, std::uint64_t(d));
+              });
+          });
+        });
+      });
+    });
+  }
+  void input(const std::vector<std::int64_t>& dims, std::uint64_t elem = 1) { value(11, "x", dims, elem); }
+  void output(const std::string& name) { value(12, name, {-1}); }
+  std::vector<std::uint8_t> model(std::uint64_t opset = 17) const {
+    std::string m;
+    pbw w{m};
+    w.uint64(1, 8);
+    w.message(8, [&](pbw& o) {
+      o.bytes(1, "");
+      o.uint64(2, opset);
+    });
+    w.bytes(7, body);
+    return {m.begin(), m.end()};
+  }
+};
+
+keras::detail::embedded_model import_onnx(const onnx_graph& g, std::uint64_t opset = 17) {
+  const auto bytes = g.model(opset);
+  return keras::detail::imported_model(bytes, "g.onnx");
+}
+
+std::string kinds(const keras::detail::embedded_model& m) {
+  std::string s;
+  for (const auto& l : m.layers) s += (s.empty() ? "" : " ") + l.kind + (l.activation != "linear" ? "(" + l.activation + ")" : "");
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("import_header, ONNX: kernels in Keras's layout, the input channels last, a Flatten's rows in the network's order") {
+  onnx_graph g;
+  g.input({-1, 2, 3, 3});
+  g.init("w", {4, 2, 2, 2});  // [out, in, kh, kw]: w[o][c][y][x] = ((o * 2 + c) * 2 + y) * 2 + x
+  g.init("b", {4});
+  g.node("Conv", {"x", "w", "b"}, "conv", {{"pads", {0, 0, 1, 1}}});  // bottom and right: SAME for a 2x2 kernel
+  g.init("dw", {8, 1, 1, 1});                                           // depthwise, multiplier 2
+  g.node("Conv", {"conv", "dw"}, "depthwise", {{"group", {4}}});
+  g.node("Relu", {"depthwise"}, "relu");
+  g.node("Flatten", {"relu"}, "flat");
+  g.init("fc", {72, 1});  // rows in ONNX's order: (c * 3 + h) * 3 + w
+  g.node("MatMul", {"flat", "fc"}, "dense");
+  g.output("dense");
+  const auto m = import_onnx(g);
+  CHECK(m.framework == "ONNX");
+  CHECK(m.input == std::vector<std::size_t>{3, 3, 2});
+  CHECK(m.channels_first_input == std::vector<std::size_t>{2, 3, 3});
+  CHECK(m.channels_first_output.empty());
+  CHECK(kinds(m) == "Conv2D DepthwiseConv2D(relu) Flatten Dense");
+  const auto& conv = m.layers[0];
+  CHECK(conv.padding == "same");
+  REQUIRE(conv.weights[0].shape == std::vector<std::size_t>{2, 2, 2, 4});
+  for (std::size_t o = 0; o < 4; ++o)
+    for (std::size_t c = 0; c < 2; ++c)
+      for (std::size_t y = 0; y < 2; ++y)
+        for (std::size_t x = 0; x < 2; ++x) CHECK(conv.weights[0].values[((y * 2 + x) * 2 + c) * 4 + o] == double(((o * 2 + c) * 2 + y) * 2 + x));
+  const auto& depthwise = m.layers[1];
+  CHECK(depthwise.units == 2);
+  REQUIRE(depthwise.weights[0].shape == std::vector<std::size_t>{1, 1, 4, 2});
+  for (std::size_t k = 0; k < 8; ++k) CHECK(depthwise.weights[0].values[k] == double(k));  // output c * 2 + j at [c][j]
+  // The network's row (h * 3 + w) * 8 + c holds ONNX's row (c * 3 + h) * 3 + w.
+  const auto& dense = m.layers[3];
+  REQUIRE(dense.weights[0].values.size() == 72);
+  for (std::size_t h = 0; h < 3; ++h)
+    for (std::size_t w = 0; w < 3; ++w)
+      for (std::size_t c = 0; c < 8; ++c) CHECK(dense.weights[0].values[(h * 3 + w) * 8 + c] == double((c * 3 + h) * 3 + w));
+}
+
+TEST_CASE("import_header, ONNX: pads made SAME or ZeroPadding2D, scalars made one Rescaling, Gemm's alpha and beta folded") {
+  onnx_graph g;
+  g.input({-1, 1, 5, 5});
+  g.init("two", {}, {2.f});
+  g.init("one", {}, {1.f});
+  g.node("Mul", {"x", "two"}, "scaled");
+  g.node("Sub", {"scaled", "one"}, "shifted");
+  g.init("w", {1, 1, 3, 3});
+  g.node("Conv", {"shifted", "w"}, "conv", {{"pads", {2, 0, 0, 1}}});  // neither none nor SAME
+  // The conv's 5 x 4, pooled by 3 x 3 windows of stride 2: TensorFlow's SAME pads 1 and 1 rows, 0 and 1 columns.
+  g.node("MaxPool", {"conv"}, "pool", {{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 0, 1, 1}}});
+  g.node("GlobalAveragePool", {"pool"}, "gap");
+  g.node("Flatten", {"gap"}, "flat");
+  g.init("fc", {3, 1}, {1.f, 2.f, 3.f});  // transB: [out, in]
+  g.init("bias", {3}, {1.f, 1.f, 1.f});
+  g.node("Gemm", {"flat", "fc", "bias"}, "gemm", {{"transB", {1}}}, {{"alpha", 0.5f}, {"beta", 3.f}});
+  g.output("gemm");
+  const auto m = import_onnx(g);
+  CHECK(kinds(m) == "Rescaling ZeroPadding2D Conv2D MaxPooling2D GlobalAveragePooling2D Dense");
+  CHECK(m.layers[0].scale == 2);
+  CHECK(m.layers[0].offset == -1);
+  CHECK(m.layers[1].pads == std::array<std::size_t, 4>{2, 0, 0, 1});
+  CHECK(m.layers[2].padding == "valid");
+  CHECK(m.layers[3].padding == "same");
+  CHECK(m.layers[5].weights[0].values == std::vector<double>{0.5, 1.0, 1.5});
+  CHECK(m.layers[5].weights[1].values == std::vector<double>{3.0, 3.0, 3.0});
+}
+
+TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming the node and what it has") {
+  const auto refused = [](const onnx_graph& g, const std::string& message, std::uint64_t opset = 17) {
+    INFO(message);
+    CHECK_THROWS_WITH(import_onnx(g, opset), Catch::Contains(message));
+    CHECK_THROWS_AS(import_onnx(g, opset), io_error);
+  };
+  const auto image = [](const std::string& op, const onnx_graph::attributes& a = {}, std::vector<std::int64_t> dims = {-1, 4, 4, 4}) {
+    onnx_graph g;
+    g.input(dims);
+    g.init("w", {4, 2, 1, 1});
+    g.node(op, op == "Conv" ? std::vector<std::string>{"x", "w"} : std::vector<std::string>{"x"}, "y", a);
+    g.output("y");
+    return g;
+  };
+  refused(image("Conv", {{"group", {2}}}), "node y (Conv) has group 2 over 4 channels");
+  refused(image("MaxPool", {{"kernel_shape", {2, 2}}, {"pads", {1, 0, 0, 0}}}), "node y (MaxPool) has the pads [1,0,0,0], neither none nor TensorFlow's SAME");
+  refused(image("MaxPool", {{"kernel_shape", {3, 3}}, {"ceil_mode", {1}}, {"strides", {2, 2}}}), "has ceil_mode: the embedded poolings round down");
+  refused(image("AveragePool", {{"kernel_shape", {3, 3}}, {"pads", {1, 1, 1, 1}}, {"count_include_pad", {1}}}), "counts its pads");
+  refused(image("Softmax", {{"axis", {-1}}}), "node y (Softmax) is over axis -1: the embedded softmax is over the channels");
+  refused(image("LSTM"), "node y (LSTM) has no embedded form");
+  refused(image("Relu", {}, {-1, 4, 4}), "input x has 3 dimensions: the importer takes [N, C, H, W] or [N, features]");
+  refused(image("Relu"), "opset 9 of ai.onnx: the importer reads opsets 13 to 21", 9);
+  {
+    onnx_graph g;
+    g.input({-1, 4}, 10);  // float16
+    refused(g, "input x is of element type 10: the embedded networks import float32 models");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 2, 2, 2});
+    g.node("Flatten", {"x"}, "flat");
+    g.init("gamma", {8}), g.init("beta", {8}), g.init("mean", {8}), g.init("var", {8});
+    g.node("BatchNormalization", {"flat", "gamma", "beta", "mean", "var"}, "bn");
+    g.output("bn");
+    refused(g, "node bn (BatchNormalization) follows a Flatten of channels-first data");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 4});
+    g.init("w", {4, 2}, {}, false, true);
+    g.node("MatMul", {"x", "w"}, "y");
+    g.output("y");
+    refused(g, "tensor w keeps its values in an external file");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 4});
+    g.init("lo", {}, {-1.f});
+    g.init("hi", {}, {1.f});
+    g.node("Relu", {"x"}, "y");
+    g.node("Sigmoid", {"x"}, "z");  // reads the input, not y
+    g.output("z");
+    refused(g, "node z (Sigmoid) does not read the node before it alone (y): only a chain of nodes is imported");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 4});
+    g.init("lo", {}, {-1.f});
+    g.init("hi", {}, {1.f});
+    g.node("Clip", {"x", "lo", "hi"}, "y");
+    g.output("y");
+    refused(g, "node y (Clip) clips to [-1.000000, 1.000000]");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 2, 3, 4});
+    g.init("shape", {3}, {0.f, 2.f, -1.f}, true);
+    g.node("Reshape", {"x", "shape"}, "y");
+    g.output("y");
+    refused(g, "node y (Reshape) reshapes to a shape other than [N, features]");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 4});
+    g.node("Relu", {"x"}, "y");
+    g.output("x");
+    refused(g, "the graph's output x is not the end of its chain of nodes (y)");
+  }
+  // A damaged file: every length checked against what remains.
+  onnx_graph g;
+  g.input({-1, 4});
+  g.node("Relu", {"x"}, "y");
+  g.output("y");
+  auto bytes = g.model();
+  bytes.resize(bytes.size() - 5);
+  CHECK_THROWS_WITH(keras::detail::imported_model(bytes, "cut.onnx"), Catch::Contains("cut.onnx: ONNX model: malformed protobuf at offset"));
+}

@@ -14,6 +14,7 @@
 #include <ctflow/keras/import.hpp>
 #include <ctflow/keras/impl/embedded_header.ipp>
 #include <ctflow/keras/impl/import.ipp>
+#include <ctflow/keras/impl/onnx.ipp>
 #include <ctflow/keras/impl/pytorch.ipp>
 #include <ctflow/keras/impl/saving.ipp>
 #include <ctflow/keras/impl/saving_h5.ipp>

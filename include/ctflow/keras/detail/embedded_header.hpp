@@ -48,15 +48,19 @@ struct embedded_layer {
   std::vector<weight> weights;
 };
 
-/// An embedded network: the model's name and class, its dtype (float or double), its input's
-/// extents without the batch axis, its layers, and a test case (batches of inputs, the model's
-/// outputs for them) when it has one; `what` names the writer in errors and in the header.
+/// An embedded network: the model's framework ("Keras", "ONNX"), name and class, its dtype
+/// (float or double), its input's extents without the batch axis, its layers, and a test case
+/// (batches of inputs, the model's outputs for them) when it has one; `what` names the writer in
+/// errors and in the header. A model read from channels-first data (ONNX's [N, C, H, W]) gives
+/// the [C, H, W] of its input and of its output where they are images: its test case's values are
+/// in that order, the network's channels last.
 struct embedded_model {
   std::string what = "ctflow::keras::export_header";
-  std::string name, class_name = "Sequential", dtype = "float";
+  std::string framework = "Keras", name, class_name = "Sequential", dtype = "float";
   std::vector<std::size_t> input;
   std::vector<embedded_layer> layers;
   std::vector<double> test_inputs, test_outputs;
+  std::vector<std::size_t> channels_first_input, channels_first_output;
 };
 
 /// Whether activation a (keras::activations' name) is one an embedded layer applies.

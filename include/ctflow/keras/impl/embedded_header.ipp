@@ -136,7 +136,7 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
     per_example *= e;
   }
   const std::string ns = identifier(o.name_space);
-  std::string h = "// " + ns + ": the Keras model \"" + m.name + "\" (" + m.class_name + ", " + n(params) +
+  std::string h = "// " + ns + ": the " + m.framework + " model \"" + m.name + "\" (" + m.class_name + ", " + n(params) +
                   " parameters) for inference, written by " + m.what + ".\n#pragma once\n\n#include <cstddef>\n#include <limits>\n\n"
                   "#include <ctflow/embedded.hpp>\n#include <" + backend_header(o.device) + ">\n\nnamespace " + ns +
                   " {\n\nnamespace weights {\n" + weights + "}  // namespace weights\n\n";
@@ -149,9 +149,20 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
     if (m.test_inputs.size() % batch_values)
       throw shape_error(m.what + ": give test inputs in whole batches of " + n(o.batch));
     const std::size_t count = m.test_inputs.size() / batch_values;
-    h += "\n/// The test case: test_count batches of inputs, and the Keras model's outputs for them.\ninline constexpr std::size_t test_count = " + n(count) + ";\n";
-    array(h, type, "test_inputs", m.test_inputs);
-    array(h, type, "test_outputs", m.test_outputs);
+    // Channels-first values ([n, C, H, W]) in the network's order, channels last.
+    const auto channels_last = [&](const std::vector<double>& v, const std::vector<std::size_t>& chw) {
+      if (chw.empty()) return v;
+      const std::size_t c_n = chw[0], hw = chw[1] * chw[2], image = c_n * hw;
+      if (v.size() % image) throw shape_error(m.what + ": test values of " + n(v.size()) + " elements are not whole [" + n(c_n) + ", " + n(chw[1]) + ", " + n(chw[2]) + "] images");
+      std::vector<double> out(v.size());
+      for (std::size_t b = 0; b < v.size(); b += image)
+        for (std::size_t c = 0; c < c_n; ++c)
+          for (std::size_t p = 0; p < hw; ++p) out[b + p * c_n + c] = v[b + c * hw + p];
+      return out;
+    };
+    h += "\n/// The test case: test_count batches of inputs, and the " + m.framework + " model's outputs for them.\ninline constexpr std::size_t test_count = " + n(count) + ";\n";
+    array(h, type, "test_inputs", channels_last(m.test_inputs, m.channels_first_input));
+    array(h, type, "test_outputs", channels_last(m.test_outputs, m.channels_first_output));
     h += "static_assert(sizeof(test_outputs) / sizeof(test_outputs[0]) == test_count * model::output_shape::static_size,\n"
          "              \"" + ns + ": the test case's outputs are not the network's\");\n";
   }

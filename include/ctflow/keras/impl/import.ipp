@@ -343,6 +343,9 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
 }  // namespace import_detail
 
 CTFLOW_DECL embedded_model imported_model(std::span<const std::uint8_t> bytes, const std::string& name) {
+  // ONNX's ModelProto begins with its ir_version (field 1, a varint: 0x08); a .keras archive with
+  // "PK", an HDF5 file with its signature.
+  if (!bytes.empty() && bytes[0] == 0x08) return onnx_model(bytes, name);
   try {
     return import_detail::read_model(bytes, name);
   } catch (const nlohmann::json::exception& e) {

@@ -1,0 +1,778 @@
+#pragma once
+// Definitions of keras/import.hpp's ONNX half (ctflow::keras's compiled part; see
+// detail/linkage.hpp): an ONNX model's graph (a chain of nodes over one NCHW or [N, features]
+// input) read into an embedded network, channels last: each convolution's kernel transposed to
+// Keras's [kh, kw, in, out], a Flatten of channels-first data carried into the next Dense's rows,
+// explicit paddings made ZeroPadding2D or SAME where they are TensorFlow's, Gemm's alpha and beta
+// and a MatMul's Add folded into Dense.
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ctflow/core/errors.hpp>
+#include <ctflow/detail/protobuf.hpp>
+#include <ctflow/keras/detail/embedded_header.hpp>
+#include <ctflow/keras/import.hpp>
+
+namespace ctflow::keras::detail {
+
+namespace onnx_detail {
+
+namespace pb = ctflow::detail::pb;
+
+inline constexpr const char* what = "ctflow::keras::import_header";
+
+[[noreturn]] inline void fail(const std::string& file, const std::string& why) { throw io_error(std::string(what) + ": " + file + ": " + why); }
+
+/// A TensorProto: its name, extents and values (floats and integers as doubles).
+struct tensor {
+  std::string name;
+  std::vector<std::int64_t> dims;
+  std::vector<double> values;
+  std::size_t count() const {
+    std::size_t n = 1;
+    for (auto d : dims) n *= std::size_t(d);
+    return n;
+  }
+};
+
+/// An AttributeProto: the fields a node's settings use.
+struct attribute {
+  std::string name, s;
+  double f = 0;
+  std::int64_t i = 0;
+  std::vector<std::int64_t> ints;
+  std::vector<double> floats;
+  tensor t;
+  bool has_t = false;
+};
+
+struct node {
+  std::string name, op, domain;
+  std::vector<std::string> inputs, outputs;
+  std::vector<attribute> attributes;
+  const attribute* find(std::string_view n) const {
+    for (const auto& a : attributes)
+      if (a.name == n) return &a;
+    return nullptr;
+  }
+  std::int64_t i(std::string_view n, std::int64_t fallback) const { const auto* a = find(n); return a ? a->i : fallback; }
+  double f(std::string_view n, double fallback) const { const auto* a = find(n); return a ? a->f : fallback; }
+  std::string s(std::string_view n, std::string fallback) const { const auto* a = find(n); return a ? a->s : fallback; }
+  std::vector<std::int64_t> ints(std::string_view n, std::vector<std::int64_t> fallback) const {
+    const auto* a = find(n);
+    return a ? a->ints : fallback;
+  }
+};
+
+/// A graph input or output: its name, element type and extents (-1 a symbolic one).
+struct value_info {
+  std::string name;
+  std::int64_t elem_type = 0;
+  std::vector<std::int64_t> dims;
+};
+
+struct graph {
+  std::vector<node> nodes;
+  std::vector<tensor> initializers;
+  std::vector<value_info> inputs, outputs;
+  std::string name;
+};
+
+/// A repeated int64 field, packed or not.
+inline void int64s(pb::reader& r, pb::wire w, std::vector<std::int64_t>& out) {
+  if (w == pb::length_type) {
+    auto s = r.sub();
+    while (!s.done()) out.push_back(std::int64_t(s.varint()));
+  } else if (w == pb::varint_type) {
+    out.push_back(std::int64_t(r.varint()));
+  } else {
+    r.fail("an int64 list of wire type " + std::to_string(unsigned(w)));
+  }
+}
+
+/// A repeated float field, packed or not.
+inline void floats(pb::reader& r, pb::wire w, std::vector<double>& out) {
+  if (w == pb::length_type) {
+    const auto b = r.bytes();
+    if (b.size() % 4) r.fail("a packed float list of " + std::to_string(b.size()) + " bytes");
+    for (std::size_t k = 0; k < b.size(); k += 4) {
+      std::uint32_t u;
+      std::memcpy(&u, b.data() + k, 4);
+      out.push_back(std::bit_cast<float>(u));
+    }
+  } else if (w == pb::fixed32_type) {
+    out.push_back(std::bit_cast<float>(r.fixed32()));
+  } else {
+    r.fail("a float list of wire type " + std::to_string(unsigned(w)));
+  }
+}
+
+inline std::string text(pb::reader& r, pb::wire w) {
+  if (w != pb::length_type) r.fail("a string of wire type " + std::to_string(unsigned(w)));
+  return std::string(r.bytes());
+}
+inline std::uint64_t number(pb::reader& r, pb::wire w) {
+  if (w != pb::varint_type) r.fail("an integer of wire type " + std::to_string(unsigned(w)));
+  return r.varint();
+}
+
+/// Values little-endian in raw_data, of element type `type` (ONNX's TensorProto.DataType).
+inline void raw_values(pb::reader& r, std::string_view b, std::int64_t type, std::vector<double>& out) {
+  const auto read = [&]<class U>(U) {
+    if (b.size() % sizeof(U)) r.fail("raw_data of " + std::to_string(b.size()) + " bytes for " + std::to_string(sizeof(U)) + "-byte values");
+    out.resize(b.size() / sizeof(U));
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      U v;
+      std::memcpy(&v, b.data() + k * sizeof(U), sizeof(U));
+      out[k] = double(v);
+    }
+  };
+  switch (type) {
+    case 1: read(float{}); break;
+    case 11: read(double{}); break;
+    case 6: read(std::int32_t{}); break;
+    case 7: read(std::int64_t{}); break;
+    default: r.fail("raw_data of element type " + std::to_string(type) + " (the importer reads float, double, int32 and int64)");
+  }
+}
+
+inline tensor read_tensor(pb::reader r) {
+  tensor t;
+  std::int64_t type = 0;
+  std::string_view raw;
+  bool has_raw = false, external = false;
+  std::uint32_t field;
+  pb::wire w;
+  while (r.next(field, w)) {
+    switch (field) {
+      case 1: int64s(r, w, t.dims); break;
+      case 2: type = std::int64_t(number(r, w)); break;
+      case 4: floats(r, w, t.values); break;
+      case 5:
+      case 7: {
+        std::vector<std::int64_t> v;
+        int64s(r, w, v);
+        for (auto x : v) t.values.push_back(field == 5 ? double(std::int32_t(x)) : double(x));
+        break;
+      }
+      case 8: t.name = text(r, w); break;
+      case 9:
+        if (w != pb::length_type) r.fail("raw_data of wire type " + std::to_string(unsigned(w)));
+        raw = r.bytes(), has_raw = true;
+        break;
+      case 10:
+        if (w == pb::length_type) {
+          const auto b = r.bytes();
+          if (b.size() % 8) r.fail("a packed double list of " + std::to_string(b.size()) + " bytes");
+          for (std::size_t k = 0; k < b.size(); k += 8) {
+            std::uint64_t u;
+            std::memcpy(&u, b.data() + k, 8);
+            t.values.push_back(std::bit_cast<double>(u));
+          }
+        } else {
+          t.values.push_back(std::bit_cast<double>(r.fixed64()));
+        }
+        break;
+      case 13: external = true, r.skip(w); break;
+      case 14: external = external || number(r, w) == 1; break;
+      default: r.skip(w);
+    }
+  }
+  if (external) r.fail("tensor " + t.name + " keeps its values in an external file: save the model with its weights inside");
+  if (has_raw) raw_values(r, raw, type, t.values);
+  std::size_t n = 1;
+  for (auto d : t.dims) {
+    if (d < 0 || d > (std::int64_t(1) << 40)) r.fail("tensor " + t.name + " has the extent " + std::to_string(d));
+    if (d && n > (std::size_t(1) << 40) / std::size_t(d)) r.fail("tensor " + t.name + " has more than 2^40 elements");
+    n *= std::size_t(d);
+  }
+  if (t.values.size() != n) r.fail("tensor " + t.name + " has " + std::to_string(t.values.size()) + " values for " + std::to_string(n) + " elements");
+  return t;
+}
+
+inline attribute read_attribute(pb::reader r) {
+  attribute a;
+  std::uint32_t field;
+  pb::wire w;
+  while (r.next(field, w)) {
+    switch (field) {
+      case 1: a.name = text(r, w); break;
+      case 2:
+        if (w != pb::fixed32_type) r.fail("a float attribute of wire type " + std::to_string(unsigned(w)));
+        a.f = std::bit_cast<float>(r.fixed32());
+        break;
+      case 3: a.i = std::int64_t(number(r, w)); break;
+      case 4: a.s = text(r, w); break;
+      case 5:
+        if (w != pb::length_type) r.fail("a tensor attribute of wire type " + std::to_string(unsigned(w)));
+        a.t = read_tensor(r.sub()), a.has_t = true;
+        break;
+      case 7: floats(r, w, a.floats); break;
+      case 8: int64s(r, w, a.ints); break;
+      default: r.skip(w);
+    }
+  }
+  return a;
+}
+
+inline node read_node(pb::reader r) {
+  node n;
+  std::uint32_t field;
+  pb::wire w;
+  while (r.next(field, w)) {
+    switch (field) {
+      case 1: n.inputs.push_back(text(r, w)); break;
+      case 2: n.outputs.push_back(text(r, w)); break;
+      case 3: n.name = text(r, w); break;
+      case 4: n.op = text(r, w); break;
+      case 5:
+        if (w != pb::length_type) r.fail("an attribute of wire type " + std::to_string(unsigned(w)));
+        n.attributes.push_back(read_attribute(r.sub()));
+        break;
+      case 7: n.domain = text(r, w); break;
+      default: r.skip(w);
+    }
+  }
+  return n;
+}
+
+inline value_info read_value_info(pb::reader r) {
+  value_info v;
+  std::uint32_t field;
+  pb::wire w;
+  while (r.next(field, w)) {
+    if (field == 1) {
+      v.name = text(r, w);
+    } else if (field == 2 && w == pb::length_type) {  // TypeProto
+      auto type = r.sub();
+      std::uint32_t f2;
+      pb::wire w2;
+      while (type.next(f2, w2)) {
+        if (f2 != 1 || w2 != pb::length_type) { type.skip(w2); continue; }  // tensor_type
+        auto t = type.sub();
+        std::uint32_t f3;
+        pb::wire w3;
+        while (t.next(f3, w3)) {
+          if (f3 == 1) v.elem_type = std::int64_t(number(t, w3));
+          else if (f3 == 2 && w3 == pb::length_type) {  // TensorShapeProto
+            auto shape = t.sub();
+            std::uint32_t f4;
+            pb::wire w4;
+            while (shape.next(f4, w4)) {
+              if (f4 != 1 || w4 != pb::length_type) { shape.skip(w4); continue; }
+              auto dim = shape.sub();
+              std::int64_t extent = -1;
+              std::uint32_t f5;
+              pb::wire w5;
+              while (dim.next(f5, w5)) {
+                if (f5 == 1) extent = std::int64_t(number(dim, w5));
+                else dim.skip(w5);  // dim_param: a symbolic extent
+              }
+              v.dims.push_back(extent);
+            }
+          } else {
+            t.skip(w3);
+          }
+        }
+      }
+    } else {
+      r.skip(w);
+    }
+  }
+  return v;
+}
+
+inline graph read_graph(pb::reader r) {
+  graph g;
+  std::uint32_t field;
+  pb::wire w;
+  while (r.next(field, w)) {
+    const auto sub = [&] {
+      if (w != pb::length_type) r.fail("a graph field of wire type " + std::to_string(unsigned(w)));
+      return r.sub();
+    };
+    switch (field) {
+      case 1: g.nodes.push_back(read_node(sub())); break;
+      case 2: g.name = text(r, w); break;
+      case 5: g.initializers.push_back(read_tensor(sub())); break;
+      case 11: g.inputs.push_back(read_value_info(sub())); break;
+      case 12: g.outputs.push_back(read_value_info(sub())); break;
+      default: r.skip(w);
+    }
+  }
+  return g;
+}
+
+/// The ONNX importer's walk along the chain: the network so far, the current tensor's name and
+/// extents (ONNX's order, without the batch), and the layout it has in the network.
+struct chain {
+  const std::string& file;
+  embedded_model& m;
+  std::map<std::string, tensor> constants;
+  std::string current;
+  std::vector<std::size_t> dims;  // ONNX's: [C, H, W] or [F]
+  bool pooled = false;            // a global pooling's [C, 1, 1], which the network holds as [C]
+  std::vector<std::size_t> flattened;  // [C, H, W] of a Flatten of channels-first data (the network's rows are [H, W, C])
+
+  [[noreturn]] void refuse(const node& n, const std::string& why) const {
+    fail(file, "node " + (n.name.empty() ? n.outputs.empty() ? std::string("?") : n.outputs[0] : n.name) + " (" + n.op + ") " + why);
+  }
+  const tensor* constant(const std::string& name) const {
+    const auto it = constants.find(name);
+    return it == constants.end() ? nullptr : &it->second;
+  }
+  const tensor& weight(const node& n, std::size_t input, const char* role) const {
+    if (input >= n.inputs.size() || n.inputs[input].empty()) refuse(n, std::string("has no ") + role);
+    const tensor* t = constant(n.inputs[input]);
+    if (!t) refuse(n, std::string("takes its ") + role + " " + n.inputs[input] + " from the graph, not from a constant");
+    return *t;
+  }
+  bool spatial() const { return dims.size() == 3 && !pooled; }
+  void need_spatial(const node& n) const {
+    if (!spatial()) refuse(n, "reads a tensor of " + std::to_string(dims.size() + 1) + " dimensions: it takes [N, C, H, W]");
+  }
+  embedded_layer& add(const node& n, const std::string& kind) {
+    embedded_layer l;
+    l.kind = kind;
+    l.name = n.name.empty() ? n.outputs[0] : n.name;
+    m.layers.push_back(std::move(l));
+    return m.layers.back();
+  }
+  /// An elementwise activation, fused into the Dense or convolution before it where that has none.
+  void activation(const node& n, const std::string& a) {
+    if (!m.layers.empty()) {
+      auto& last = m.layers.back();
+      const bool fusable = last.kind == "Dense" || last.kind == "Conv2D" || last.kind == "DepthwiseConv2D";
+      if (fusable && last.activation == "linear" && a != "softmax" && a != "log_softmax") {
+        last.activation = a;
+        return;
+      }
+    }
+    add(n, "Activation").activation = a;
+  }
+  /// The window of a convolution or pooling node: its padding "valid" or "same" where the
+  /// node's pads are none or TensorFlow's SAME for this input; else the explicit pads, in pads
+  /// (top, bottom, left, right).
+  std::string padding(const node& n, const embedded_layer& l, std::array<std::size_t, 4>& pads) const {
+    const std::size_t h = dims[1], w = dims[2];
+    const auto same = [&](std::size_t in, std::size_t k, std::size_t s, std::size_t d) {
+      const std::size_t out = (in + s - 1) / s, span = (k - 1) * d + 1;
+      const std::size_t need = (out - 1) * s + span;
+      const std::size_t total = need > in ? need - in : 0;
+      return std::pair<std::size_t, std::size_t>{total / 2, total - total / 2};
+    };
+    const auto sh = same(h, l.kh, l.sh, l.dh), sw = same(w, l.kw, l.sw, l.dw);
+    const std::string auto_pad = n.s("auto_pad", "NOTSET");
+    if (auto_pad == "VALID") return pads = {}, "valid";
+    if (auto_pad == "SAME_UPPER") return pads = {}, "same";
+    if (auto_pad == "SAME_LOWER") {
+      pads = {sh.second, sh.first, sw.second, sw.first};
+    } else if (auto_pad == "NOTSET") {
+      const auto p = n.ints("pads", {0, 0, 0, 0});
+      if (p.size() != 4) refuse(n, "has " + std::to_string(p.size()) + " pads: a 2-D window takes 4");
+      for (auto x : p)
+        if (x < 0 || x > 1 << 20) refuse(n, "has the pad " + std::to_string(x));
+      pads = {std::size_t(p[0]), std::size_t(p[2]), std::size_t(p[1]), std::size_t(p[3])};
+    } else {
+      refuse(n, "has auto_pad " + auto_pad);
+    }
+    if (pads == std::array<std::size_t, 4>{}) return "valid";
+    if (pads == std::array<std::size_t, 4>{sh.first, sh.second, sw.first, sw.second}) return pads = {}, "same";
+    return "explicit";
+  }
+  /// Reads a window's kernel_shape (or kernel_extents where it has none), strides and dilations.
+  void window(const node& n, embedded_layer& l, std::pair<std::size_t, std::size_t> kernel_extents) const {
+    const auto k = n.ints("kernel_shape", {std::int64_t(kernel_extents.first), std::int64_t(kernel_extents.second)});
+    const auto s = n.ints("strides", {1, 1}), d = n.ints("dilations", {1, 1});
+    for (const auto* v : {&k, &s, &d}) {
+      if (v->size() != 2) refuse(n, "has a window of " + std::to_string(v->size()) + " dimensions: the embedded layers are 2-D");
+      for (auto x : *v)
+        if (x < 1 || x > 1 << 20) refuse(n, "has a window, stride or dilation of " + std::to_string(x));
+    }
+    l.kh = std::size_t(k[0]), l.kw = std::size_t(k[1]), l.sh = std::size_t(s[0]), l.sw = std::size_t(s[1]), l.dh = std::size_t(d[0]), l.dw = std::size_t(d[1]);
+  }
+  /// The extents after a window over (h, w) with the padding and pads padding() gave.
+  void after_window(const node& n, const embedded_layer& l, const std::string& p, const std::array<std::size_t, 4>& pads, std::size_t channels) {
+    std::size_t h = dims[1], w = dims[2];
+    if (p == "same") {
+      h = (h + l.sh - 1) / l.sh, w = (w + l.sw - 1) / l.sw;
+    } else {
+      h += pads[0] + pads[1], w += pads[2] + pads[3];
+      const std::size_t span_h = (l.kh - 1) * l.dh + 1, span_w = (l.kw - 1) * l.dw + 1;
+      if (h < span_h || w < span_w) refuse(n, "has a window larger than its input");
+      h = (h - span_h) / l.sh + 1, w = (w - span_w) / l.sw + 1;
+    }
+    dims = {channels, h, w};
+  }
+  void zero_padding(const node& n, const std::array<std::size_t, 4>& pads) {
+    auto& z = add(n, "ZeroPadding2D");
+    z.name += "_pad";
+    z.pads = pads;
+  }
+
+  void conv(const node& n) {
+    need_spatial(n);
+    const tensor& w = weight(n, 1, "kernel");
+    if (w.dims.size() != 4) refuse(n, "has a kernel of " + std::to_string(w.dims.size()) + " dimensions: a 2-D convolution's has 4");
+    const std::size_t out = std::size_t(w.dims[0]), per_group = std::size_t(w.dims[1]), kh = std::size_t(w.dims[2]), kw = std::size_t(w.dims[3]);
+    const std::size_t in = dims[0], group = std::size_t(n.i("group", 1));
+    embedded_layer l;
+    l.name = n.name.empty() ? n.outputs[0] : n.name;
+    window(n, l, {kh, kw});
+    if (l.kh != kh || l.kw != kw) refuse(n, "has a kernel_shape that is not its kernel's");
+    const bool depthwise = group != 1;
+    if (group == 0 || (depthwise && (group != in || per_group != 1 || out % in)))
+      refuse(n, "has group " + std::to_string(group) + " over " + std::to_string(in) + " channels: the embedded layers are Conv2D (group 1) and DepthwiseConv2D (group = channels)");
+    if (!depthwise && per_group != in) refuse(n, "has a kernel for " + std::to_string(per_group) + " input channels; its input has " + std::to_string(in));
+    l.kind = depthwise ? "DepthwiseConv2D" : "Conv2D";
+    l.units = depthwise ? out / in : out;
+    std::array<std::size_t, 4> pads{};
+    l.padding = padding(n, l, pads);
+    if (l.padding == "explicit") {
+      zero_padding(n, pads);
+      l.padding = "valid";
+    }
+    // Keras's kernel: [kh, kw, in, out] (Conv2D) or [kh, kw, in, multiplier] (DepthwiseConv2D),
+    // from ONNX's [out, in / group, kh, kw].
+    embedded_layer::weight k{"kernel", {kh, kw, depthwise ? in : per_group, l.units}, std::vector<double>(w.values.size())};
+    for (std::size_t o = 0; o < out; ++o)
+      for (std::size_t c = 0; c < per_group; ++c)
+        for (std::size_t y = 0; y < kh; ++y)
+          for (std::size_t x = 0; x < kw; ++x) {
+            const double v = w.values[((o * per_group + c) * kh + y) * kw + x];
+            // Depthwise: output o of group o / multiplier is that channel's multiplier-th filter.
+            const std::size_t ci = depthwise ? o / l.units : c, oi = depthwise ? o % l.units : o;
+            k.values[((y * kw + x) * k.shape[2] + ci) * l.units + oi] = v;
+          }
+    l.weights.push_back(std::move(k));
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const tensor& b = weight(n, 2, "bias");
+      if (b.count() != out) refuse(n, "has " + std::to_string(b.count()) + " biases for " + std::to_string(out) + " outputs");
+      l.weights.push_back({"bias", {out}, b.values});
+    }
+    const auto p = l.padding;
+    after_window(n, l, p, pads, out);
+    m.layers.push_back(std::move(l));
+  }
+
+  void pool(const node& n, bool max) {
+    need_spatial(n);
+    embedded_layer l;
+    l.name = n.name.empty() ? n.outputs[0] : n.name;
+    l.kind = max ? "MaxPooling2D" : "AveragePooling2D";
+    if (!n.find("kernel_shape")) refuse(n, "has no kernel_shape");
+    window(n, l, {1, 1});
+    if (l.dh != 1 || l.dw != 1) refuse(n, "has dilations: the embedded poolings have none");
+    std::array<std::size_t, 4> pads{};
+    l.padding = padding(n, l, pads);
+    if (l.padding == "explicit")
+      refuse(n, "has the pads [" + std::to_string(pads[0]) + "," + std::to_string(pads[2]) + "," + std::to_string(pads[1]) + "," + std::to_string(pads[3]) +
+                    "], neither none nor TensorFlow's SAME for its input: the embedded poolings take valid or same");
+    if (!max && l.padding == "same" && n.i("count_include_pad", 0) != 0)
+      refuse(n, "counts its pads (count_include_pad): the embedded average pooling divides by the window's cells inside the input");
+    // Ceil mode changes nothing where the window's last step ends on the input's edge.
+    if (n.i("ceil_mode", 0) != 0 && (l.padding != "valid" || dims[1] < l.kh || dims[2] < l.kw || (dims[1] - l.kh) % l.sh || (dims[2] - l.kw) % l.sw))
+      refuse(n, "has ceil_mode: the embedded poolings round down");
+    if (n.outputs.size() > 1 && !n.outputs[1].empty()) refuse(n, "gives its indices: only the pooled values are imported");
+    const auto p = l.padding;
+    after_window(n, l, p, pads, dims[0]);
+    m.layers.push_back(std::move(l));
+  }
+
+  /// A Dense of kernel [in, out] (ONNX's rows; rows permuted where a channels-first Flatten
+  /// came before) and bias.
+  void dense(const node& n, std::vector<double> kernel, std::size_t in, std::size_t out, std::vector<double> bias) {
+    if (pooled) refuse(n, "reads a global pooling's [N, C, 1, 1]: flatten it first");
+    if (dims.size() != 1) refuse(n, "reads a tensor of " + std::to_string(dims.size() + 1) + " dimensions: a Dense reads [N, features]");
+    const std::size_t features = dims[0];
+    if (in != features) refuse(n, "has a weight for " + std::to_string(in) + " features; its input has " + std::to_string(features));
+    if (!flattened.empty()) {
+      // ONNX's row (c * H + h) * W + w is the network's (h * W + w) * C + c.
+      const std::size_t c_n = flattened[0], h_n = flattened[1], w_n = flattened[2];
+      std::vector<double> rows(kernel.size());
+      for (std::size_t c = 0; c < c_n; ++c)
+        for (std::size_t h = 0; h < h_n; ++h)
+          for (std::size_t w = 0; w < w_n; ++w)
+            std::copy_n(kernel.begin() + std::ptrdiff_t(((c * h_n + h) * w_n + w) * out), out, rows.begin() + std::ptrdiff_t(((h * w_n + w) * c_n + c) * out));
+      kernel = std::move(rows);
+      flattened.clear();
+    }
+    auto& l = add(n, "Dense");
+    l.units = out;
+    l.weights.push_back({"kernel", {in, out}, std::move(kernel)});
+    if (!bias.empty()) l.weights.push_back({"bias", {out}, std::move(bias)});
+    dims = {out};
+    pooled = false;
+  }
+
+  void gemm(const node& n) {
+    if (n.i("transA", 0) != 0) refuse(n, "has transA: the embedded Dense reads its input as it is");
+    const tensor& b = weight(n, 1, "weight");
+    if (b.dims.size() != 2) refuse(n, "has a weight of " + std::to_string(b.dims.size()) + " dimensions");
+    const bool trans = n.i("transB", 0) != 0;
+    const std::size_t in = std::size_t(trans ? b.dims[1] : b.dims[0]), out = std::size_t(trans ? b.dims[0] : b.dims[1]);
+    const double alpha = n.f("alpha", 1.0), beta = n.f("beta", 1.0);
+    std::vector<double> kernel(in * out);
+    for (std::size_t i = 0; i < in; ++i)
+      for (std::size_t o = 0; o < out; ++o) kernel[i * out + o] = alpha * b.values[trans ? o * in + i : i * out + o];
+    std::vector<double> bias;
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const tensor& c = weight(n, 2, "bias");
+      if (c.count() == 1) bias.assign(out, beta * c.values[0]);
+      else if (c.count() == out && (c.dims.size() == 1 || (c.dims.size() == 2 && c.dims[0] == 1))) for (double v : c.values) bias.push_back(beta * v);
+      else refuse(n, "has a bias of " + std::to_string(c.count()) + " values for " + std::to_string(out) + " outputs");
+    }
+    dense(n, std::move(kernel), in, out, std::move(bias));
+  }
+
+  void matmul(const node& n, const node* add_node) {
+    const tensor& b = weight(n, 1, "weight");
+    if (b.dims.size() != 2) refuse(n, "has a weight of " + std::to_string(b.dims.size()) + " dimensions: the embedded Dense multiplies by a matrix");
+    const std::size_t in = std::size_t(b.dims[0]), out = std::size_t(b.dims[1]);
+    std::vector<double> bias;
+    if (add_node) bias = constant(add_node->inputs[0] == n.outputs[0] ? add_node->inputs[1] : add_node->inputs[0])->values;
+    if (!bias.empty() && bias.size() != out) refuse(*add_node, "adds " + std::to_string(bias.size()) + " values to " + std::to_string(out) + " outputs");
+    dense(n, b.values, in, out, std::move(bias));
+  }
+
+  /// x * scale + offset, with scalars: a Rescaling (merged with the one before it).
+  void rescale(const node& n, double scale, double offset) {
+    if (!m.layers.empty() && m.layers.back().kind == "Rescaling") {
+      auto& r = m.layers.back();
+      r.scale *= scale;
+      r.offset = r.offset * scale + offset;
+      return;
+    }
+    auto& r = add(n, "Rescaling");
+    r.scale = scale, r.offset = offset;
+  }
+
+  void flatten(const node& n) {
+    if (spatial()) {
+      if (dims[0] != 1 && dims[1] * dims[2] != 1) flattened = dims;  // else the two orders agree
+      add(n, "Flatten");
+      dims = {dims[0] * dims[1] * dims[2]};
+    }
+    pooled = false;  // [C, 1, 1] flattened is the [C] the network holds
+  }
+};
+
+/// A scalar constant (a value of one element).
+inline bool scalar(const tensor* t, double& v) {
+  if (!t || t->count() != 1) return false;
+  v = t->values[0];
+  return true;
+}
+
+inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std::string& name) {
+  pb::reader r(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), std::string(what) + ": " + name + ": ONNX model");
+  graph g;
+  bool has_graph = false;
+  std::int64_t opset = -1;
+  std::uint32_t field;
+  pb::wire w;
+  while (r.next(field, w)) {
+    if (field == 7 && w == pb::length_type) {
+      g = read_graph(r.sub());
+      has_graph = true;
+    } else if (field == 8 && w == pb::length_type) {  // OperatorSetIdProto
+      auto s = r.sub();
+      std::string domain;
+      std::int64_t version = 0;
+      std::uint32_t f2;
+      pb::wire w2;
+      while (s.next(f2, w2)) {
+        if (f2 == 1) domain = text(s, w2);
+        else if (f2 == 2) version = std::int64_t(number(s, w2));
+        else s.skip(w2);
+      }
+      if (domain.empty() || domain == "ai.onnx") opset = version;
+    } else {
+      r.skip(w);
+    }
+  }
+  if (!has_graph) fail(name, "an ONNX model holds a graph; this file has none");
+  if (opset < 13 || opset > 21) fail(name, "opset " + std::to_string(opset) + " of ai.onnx: the importer reads opsets 13 to 21");
+
+  // An op with no embedded form is named first, before what the walk would find of the graph.
+  static constexpr std::string_view ops[] = {"Constant", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten",
+                                             "Reshape", "Gemm", "MatMul", "BatchNormalization", "Relu", "Sigmoid", "Tanh", "Elu", "Selu",
+                                             "Softplus", "Softsign", "Clip", "Softmax", "LogSoftmax", "Mul", "Add", "Sub", "Div", "Pad",
+                                             "Dropout", "Identity"};
+  for (const auto& n : g.nodes)
+    if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops))
+      fail(name, "node " + (n.name.empty() ? n.outputs.empty() ? std::string("?") : n.outputs[0] : n.name) + " (" + n.op +
+                     ") has no embedded form (the importer reads Conv, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
+                     "the activations, Softmax, Clip, and x * c, x / c, x + c, x - c)");
+
+  embedded_model m;
+  m.what = what;
+  m.name = g.name.empty() ? "model" : g.name;
+  m.framework = "ONNX";
+  m.class_name = "graph";
+  chain c{name, m, {}, {}, {}, false, {}};
+  for (auto& t : g.initializers) c.constants[t.name] = std::move(t);
+
+  // The one input that is not an initializer: [N, C, H, W] or [N, features], float.
+  const value_info* input = nullptr;
+  for (const auto& v : g.inputs)
+    if (!c.constant(v.name)) {
+      if (input) fail(name, "the graph has inputs " + input->name + " and " + v.name + ": the importer takes one");
+      input = &v;
+    }
+  if (!input) fail(name, "the graph has no input");
+  if (input->elem_type != 1) fail(name, "input " + input->name + " is of element type " + std::to_string(input->elem_type) + ": the embedded networks import float32 models");
+  if (input->dims.size() != 2 && input->dims.size() != 4)
+    fail(name, "input " + input->name + " has " + std::to_string(input->dims.size()) + " dimensions: the importer takes [N, C, H, W] or [N, features]");
+  for (std::size_t i = 1; i < input->dims.size(); ++i) {
+    if (input->dims[i] <= 0) fail(name, "input " + input->name + " has an extent other than the batch that is not static");
+    if (input->dims[i] > 1 << 20) fail(name, "input " + input->name + " has the extent " + std::to_string(input->dims[i]));
+    c.dims.push_back(std::size_t(input->dims[i]));
+  }
+  m.input = c.dims.size() == 3 ? std::vector<std::size_t>{c.dims[1], c.dims[2], c.dims[0]} : c.dims;
+  if (c.dims.size() == 3) m.channels_first_input = c.dims;
+  c.current = input->name;
+  if (g.outputs.size() != 1) fail(name, "the graph has " + std::to_string(g.outputs.size()) + " outputs: the importer takes one");
+
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    const node& n = g.nodes[k];
+    if (!n.domain.empty() && n.domain != "ai.onnx") c.refuse(n, "is of the domain " + n.domain + ": the importer reads ai.onnx's operators");
+    if (n.op == "Constant") {
+      const auto* v = n.find("value");
+      if (!v || !v->has_t || n.outputs.size() != 1) c.refuse(n, "gives no tensor (value): the importer reads a Constant's value");
+      tensor t = v->t;
+      t.name = n.outputs[0];
+      c.constants[t.name] = std::move(t);
+      continue;
+    }
+    // A chain: every other node reads the current tensor, first, and nothing else of the graph.
+    std::size_t data_inputs = 0;
+    for (const auto& i : n.inputs)
+      if (!i.empty() && !c.constant(i)) ++data_inputs;
+    if (n.inputs.empty() || n.inputs[0] != c.current || data_inputs != 1)
+      c.refuse(n, "does not read the node before it alone (" + c.current + "): only a chain of nodes is imported");
+    if (n.outputs.empty() || n.outputs[0].empty()) c.refuse(n, "has no output");
+    const std::string& op = n.op;
+    if (op == "Conv") {
+      c.conv(n);
+    } else if (op == "MaxPool" || op == "AveragePool") {
+      c.pool(n, op == "MaxPool");
+    } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+      c.need_spatial(n);
+      c.add(n, op == "GlobalAveragePool" ? "GlobalAveragePooling2D" : "GlobalMaxPooling2D");
+      c.dims = {c.dims[0]};
+      c.pooled = true;
+    } else if (op == "Flatten") {
+      if (n.i("axis", 1) != 1) c.refuse(n, "flattens from axis " + std::to_string(n.i("axis", 1)) + ": the importer takes axis 1");
+      c.flatten(n);
+    } else if (op == "Reshape") {
+      const tensor& s = c.weight(n, 1, "shape");
+      std::size_t total = 1;
+      for (auto d : c.dims) total *= d;
+      const bool to_rows = s.count() == 2 && (s.values[0] == -1 || s.values[0] == 0 || s.values[0] == 1) &&
+                           (s.values[1] == -1 || s.values[1] == double(total));
+      if (!to_rows) c.refuse(n, "reshapes to a shape other than [N, features]: the importer takes a Reshape that flattens");
+      c.flatten(n);
+    } else if (op == "Gemm") {
+      c.gemm(n);
+    } else if (op == "MatMul") {
+      // A MatMul's bias: the Add after it of a constant (PyTorch's Linear without Gemm).
+      const node* bias = nullptr;
+      if (k + 1 < g.nodes.size()) {
+        const node& a = g.nodes[k + 1];
+        if (a.op == "Add" && a.inputs.size() == 2 && (a.inputs[0] == n.outputs[0] || a.inputs[1] == n.outputs[0]) &&
+            c.constant(a.inputs[0] == n.outputs[0] ? a.inputs[1] : a.inputs[0]))
+          bias = &a;
+      }
+      c.matmul(n, bias);
+      if (bias) {
+        c.current = bias->outputs[0];
+        ++k;
+        continue;
+      }
+    } else if (op == "BatchNormalization") {
+      if (n.i("training_mode", 0) != 0) c.refuse(n, "is in training mode: the importer takes inference's");
+      if (!c.flattened.empty()) c.refuse(n, "follows a Flatten of channels-first data: only activations may come between it and its Dense");
+      auto& l = c.add(n, "BatchNormalization");
+      l.epsilon = n.f("epsilon", 1e-5);
+      const std::size_t channels = c.dims[0];
+      const char* names[] = {"gamma", "beta", "moving_mean", "moving_variance"};
+      for (std::size_t i = 0; i < 4; ++i) {
+        const tensor& t = c.weight(n, i + 1, names[i]);
+        if (t.count() != channels) c.refuse(n, std::string("has ") + std::to_string(t.count()) + " values of " + names[i] + " for " + std::to_string(channels) + " channels");
+        l.weights.push_back({names[i], {channels}, t.values});
+      }
+    } else if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Elu" || op == "Selu" || op == "Softplus" || op == "Softsign") {
+      if (op == "Elu" && n.f("alpha", 1.0) != 1.0) c.refuse(n, "has an alpha other than 1");
+      if (op == "Selu" && (n.find("alpha") || n.find("gamma"))) c.refuse(n, "has an alpha or gamma of its own: the embedded selu is SELU's");
+      std::string a = op;
+      std::transform(a.begin(), a.end(), a.begin(), [](char ch) { return char(std::tolower(static_cast<unsigned char>(ch))); });
+      c.activation(n, a);
+    } else if (op == "Clip") {
+      double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+      if (n.inputs.size() > 1 && !n.inputs[1].empty() && !scalar(c.constant(n.inputs[1]), lo)) c.refuse(n, "has a min that is not a constant scalar");
+      if (n.inputs.size() > 2 && !n.inputs[2].empty() && !scalar(c.constant(n.inputs[2]), hi)) c.refuse(n, "has a max that is not a constant scalar");
+      if (lo == 0 && hi == 6) c.activation(n, "relu6");
+      else if (lo == 0 && std::isinf(hi)) c.activation(n, "relu");
+      else c.refuse(n, "clips to [" + std::to_string(lo) + ", " + std::to_string(hi) + "]: the embedded activations clip to [0, 6] (relu6) or [0, inf) (relu)");
+    } else if (op == "Softmax" || op == "LogSoftmax") {
+      const std::int64_t axis = n.i("axis", -1), rank = std::int64_t(c.pooled ? 4 : c.dims.size() + 1);
+      // The network's channels are last: ONNX's axis 1 of [N, C, H, W], or the last of [N, F].
+      const bool channels = rank == 2 ? (axis == 1 || axis == -1) : (axis == 1 || axis == -3);
+      if (!channels) c.refuse(n, "is over axis " + std::to_string(axis) + ": the embedded softmax is over the channels");
+      c.activation(n, op == "Softmax" ? "softmax" : "log_softmax");
+    } else if (op == "Mul" || op == "Add" || op == "Sub" || op == "Div") {
+      double v;
+      if (n.inputs.size() != 2 || !scalar(c.constant(n.inputs[1]), v))
+        c.refuse(n, "has an operand other than a constant scalar after the data: the importer takes x " + std::string(op == "Mul" ? "*" : op == "Add" ? "+" : op == "Sub" ? "-" : "/") + " c");
+      if (op == "Div" && v == 0) c.refuse(n, "divides by 0");
+      if (op == "Mul") c.rescale(n, v, 0);
+      else if (op == "Div") c.rescale(n, 1 / v, 0);
+      else c.rescale(n, 1, op == "Add" ? v : -v);
+    } else if (op == "Pad") {
+      c.need_spatial(n);
+      if (n.s("mode", "constant") != "constant") c.refuse(n, "pads in mode " + n.s("mode", "constant") + ": the embedded padding is constant");
+      double value = 0;
+      if (n.inputs.size() > 2 && !n.inputs[2].empty() && (!scalar(c.constant(n.inputs[2]), value) || value != 0)) c.refuse(n, "pads with a value other than 0");
+      if (n.inputs.size() > 3 && !n.inputs[3].empty()) c.refuse(n, "pads some axes (axes): the importer takes the pads of every axis");
+      const tensor& p = c.weight(n, 1, "pads");
+      if (p.count() != 8 || p.values[0] != 0 || p.values[1] != 0 || p.values[4] != 0 || p.values[5] != 0)
+        c.refuse(n, "pads more than the spatial axes: the embedded padding is over H and W");
+      // [top, bottom, left, right] of ONNX's [begins of N, C, H, W, ends of N, C, H, W].
+      std::array<std::size_t, 4> pads{};
+      const std::size_t at[4] = {2, 6, 3, 7};
+      for (std::size_t i = 0; i < 4; ++i) {
+        const double v2 = p.values[at[i]];
+        if (v2 < 0 || v2 > 1 << 20) c.refuse(n, "has the pad " + std::to_string(v2) + ": the embedded padding adds rows and columns");
+        pads[i] = std::size_t(v2);
+      }
+      c.add(n, "ZeroPadding2D").pads = pads;
+      c.dims = {c.dims[0], c.dims[1] + pads[0] + pads[1], c.dims[2] + pads[2] + pads[3]};
+    } else if (op == "Dropout") {  // the identity in inference, as Identity is
+      if (n.outputs.size() > 1 && !n.outputs[1].empty()) c.refuse(n, "gives its mask: only the values are imported");
+    }
+    c.current = n.outputs[0];
+  }
+  if (g.outputs[0].name != c.current) fail(name, "the graph's output " + g.outputs[0].name + " is not the end of its chain of nodes (" + c.current + ")");
+  if (!c.flattened.empty()) fail(name, "the graph ends with a Flatten of channels-first data: its outputs' order is not the network's");
+  if (c.spatial()) m.channels_first_output = c.dims;
+  return m;
+}
+
+}  // namespace onnx_detail
+
+CTFLOW_DECL embedded_model onnx_model(std::span<const std::uint8_t> bytes, const std::string& name) { return onnx_detail::read_model(bytes, name); }
+
+}  // namespace ctflow::keras::detail
