@@ -12,5 +12,6 @@
 #include <ctflow/embedded/layers/dense.hpp>
 #include <ctflow/embedded/layers/elementwise.hpp>
 #include <ctflow/embedded/layers/pooling.hpp>
+#include <ctflow/embedded/layers/quantized.hpp>
 #include <ctflow/embedded/layers/reshaping.hpp>
 #include <ctflow/embedded/network.hpp>

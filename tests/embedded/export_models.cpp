@@ -7,7 +7,11 @@
 //   zoo.hpp           a network of every layer the embedded form has (strided and same-padded
 //                     convolutions, depthwise, batch normalization with moving statistics of its
 //                     own, zero padding, the poolings, reshapes, element-wise activations and
-//                     softmax), untrained, on random inputs.
+//                     softmax), untrained, on random inputs;
+//   mlp_int8.hpp,     the MLP and the CNN quantized to int8 (keras::quantize, calibrated on 512
+//   cnn_int8.hpp      training images), with the same test images and the int8 network's outputs;
+//   int8_accuracy.txt each one's test accuracy on the 10,000 test images, float and int8
+//                     (check_accuracy.cmake holds them within a point of each other).
 //
 //   export_models OUTDIR
 #include <cstdio>
@@ -16,6 +20,7 @@
 #include <ctflow/data.hpp>
 #include <ctflow/keras.hpp>
 #include <ctflow/keras/export.hpp>
+#include <ctflow/keras/quantize.hpp>
 
 using namespace ctflow;
 namespace layers = keras::layers;
@@ -39,6 +44,31 @@ void fit_steps(Model& model, const Images& images, const Labels& labels, std::in
   model.fit(images, labels, {.batch_size = 64, .epochs = 1, .verbose = 0, .steps_per_epoch = steps});
 }
 
+/// The share of the n examples whose largest of the 10 outputs y is their label.
+template <class Labels> double accuracy(const float* y, const Labels& labels, std::size_t n) {
+  std::size_t right = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < 10; ++c)
+      if (y[i * 10 + c] > y[i * 10 + best]) best = c;
+    right += best == std::size_t(labels.data()[i]);
+  }
+  return double(right) / double(n);
+}
+
+/// Model quantized on representative images, exported as OUTDIR/<name>_int8.hpp with the test
+/// case's images, its test accuracy and the float model's written to report.
+template <class Model, class Images, class Labels>
+void export_int8(Model& model, const std::string& out, const std::string& name, const Images& representative, const Images& test_images,
+                 const Labels& test_labels, const Images& case_images, std::FILE* report) {
+  const auto q = keras::quantize(model, representative);
+  const std::size_t n = test_images.dims()[0];
+  const auto y = model.predict(test_images, {.batch_size = 500, .verbose = 0});
+  const std::vector<float> yq = q.predict(test_images.data(), n);
+  std::fprintf(report, "%s float %.4f int8 %.4f\n", name.c_str(), accuracy(y.data(), test_labels, n), accuracy(yq.data(), test_labels, n));
+  keras::export_header(q, out + "/" + name + "_int8.hpp", {.name_space = "net"}, case_images);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: export_models OUTDIR\n");
@@ -56,6 +86,16 @@ int main(int argc, char** argv) {
   Cnn cnn({}, {.scale = 1.0 / 255}, {}, {}, {}, {}, {}, {}, {});
   fit_steps(cnn, train_set.first, train_set.second, 150);
   keras::export_header(cnn, out + "/cnn.hpp", {.name_space = "net"}, images);
+
+  using Images = Tensor<float, Shape<dyn, 28, 28, 1>>;
+  const Images representative(reshape<Shape<dyn, 28, 28, 1>>(cast<float>(slice<Shape<512, 28, 28>>(train_set.first, {0, 0, 0})), {512, 28, 28, 1}));
+  const std::size_t n = test_set.first.dims()[0];
+  const Images test_images(reshape<Shape<dyn, 28, 28, 1>>(cast<float>(test_set.first), {n, 28, 28, 1}));
+  std::FILE* report = std::fopen((out + "/int8_accuracy.txt").c_str(), "w");
+  if (!report) return 1;
+  export_int8(mlp, out, "mlp", representative, test_images, test_set.second, images, report);
+  export_int8(cnn, out, "cnn", representative, test_images, test_set.second, images, report);
+  std::fclose(report);
 
   Zoo zoo({}, {.scale = 0.5, .offset = -1}, {}, {}, {}, {}, {}, {}, {.rate = 0.5}, {}, {}, {}, {}, {}, {}, {}, {}, {});
   // Moving statistics and an affine part of the batch normalization's own.

@@ -372,3 +372,78 @@ TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming 
   bytes.resize(bytes.size() - 5);
   CHECK_THROWS_WITH(keras::detail::imported_model(bytes, "cut.onnx"), Catch::Contains("cut.onnx: ONNX model: malformed protobuf at offset"));
 }
+
+// keras::quantize as a user calls it: a model quantized on representative inputs, its int8
+// network's outputs near the float model's, the header it exports, and what has no int8 form.
+#include <ctflow/embedded/layers/quantized.hpp>
+#include <ctflow/keras/quantize.hpp>
+
+TEST_CASE("quantize: TensorFlow Lite's requantization, a multiplier and a shift per channel") {
+  // x * m * 2^(shift - 31) against the real product, for multipliers below and above 1: within
+  // half a step, and half a step of the doubling multiply's rounding carried through the shift
+  // (TFLite rounds twice).
+  for (const double real : {0.0007, 0.013, 0.4999, 0.75, 1.5, 3.2}) {
+    std::int32_t m = 0, shift = 0;
+    int e = 0;
+    const double fraction = std::frexp(real, &e);
+    m = std::int32_t(std::llround(fraction * double(1ll << 31))), shift = e;
+    for (const std::int32_t x : {0, 1, -1, 77, -77, 1000, -1000, 123456, -123456, 9999999}) {
+      const double exact = double(x) * real;
+      INFO(real << " * " << x);
+      CHECK(std::abs(double(embedded::int8_detail::requantize(x, m, shift)) - exact) <= 0.5 + 0.5 * std::ldexp(1.0, std::min(shift, 0)) + 1e-9);
+    }
+  }
+  CHECK(embedded::int8_detail::requantize(5, 1 << 30, 0) == 3);    // 2.5 rounds up
+  CHECK(embedded::int8_detail::requantize(-5, 1 << 30, 0) == -2);  // -2.5 rounds up too, as TFLite's shift does
+  CHECK(embedded::int8_detail::saturate(300, -128, 127) == 127);
+}
+
+TEST_CASE("quantize: an int8 network near the float model, a BatchNormalization folded, activations as tables, softmax on the dequantized output") {
+  using Model = keras::Sequential<keras::Input<float, Shape<6, 6, 2>>, layers::Rescaling, layers::Conv2D<4, 3, layers::same>, layers::BatchNormalization,
+                                  layers::MaxPooling2D<2>, layers::Activation<activations::sigmoid>, layers::Flatten, layers::Dense<5, activations::relu>,
+                                  layers::Dense<3>, layers::Softmax<>>;
+  keras::utils::set_random_seed(3);
+  Model model({}, {.scale = 0.5}, {}, {}, {}, {}, {}, {}, {}, {});
+  auto& bn = model.get_layer<2>().layer;
+  bn.moving_mean.assign(random_uniform<float, Shape<4>>(1, -0.2, 0.2));
+  bn.moving_variance.assign(random_uniform<float, Shape<4>>(2, 0.5, 1.5));
+  const auto x = random_uniform<float, Shape<dyn, 6, 6, 2>>(4, 0.0, 2.0, {64, 6, 6, 2});
+  const auto q = keras::quantize(model, x);
+  std::string kinds;
+  for (const auto& l : q.network.layers) kinds += (kinds.empty() ? "" : " ") + l.kind;
+  CHECK(kinds == "Rescaling Quantize QuantizedConv2D QuantizedMaxPooling2D Lookup Flatten QuantizedDense QuantizedDense Dequantize Activation");
+  CHECK(q.input_size == 72);
+  CHECK(q.output_size == 3);
+  const auto expected = model.predict(x, {.batch_size = 64, .verbose = 0});
+  const std::vector<float> y = q.predict(x.data(), 64);
+  REQUIRE(y.size() == expected.size());
+  double most = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) most = std::max(most, std::abs(double(y[i]) - double(expected.data()[i])));
+  CHECK(most < 0.05);  // probabilities, a few steps of int8 away at most
+  // Each weight int8 per output channel, its largest magnitude 127.
+  const auto& kernel = q.network.layers[2].weights[0];
+  CHECK(kernel.type == "std::int8_t");
+  for (std::size_t o = 0; o < 4; ++o) {
+    double largest = 0;
+    for (std::size_t i = o; i < kernel.values.size(); i += 4) largest = std::max(largest, std::abs(kernel.values[i]));
+    CHECK(largest == 127);
+  }
+  const std::string path = scratch("int8.hpp");
+  keras::export_header(q, path, {.name_space = "int8_net"}, slice<Shape<2, 6, 6, 2>>(x, {0, 0, 0, 0}));
+  const std::string h = read_text(path);
+  CHECK(h.find("ctflow::embedded::QuantizedConv2D<false, 4, ctflow::embedded::window{.kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .padding = ctflow::nn::SAME}") !=
+        std::string::npos);
+  CHECK(h.find("alignas(64) inline constexpr std::int8_t conv2d_kernel[72] = {") != std::string::npos);
+  CHECK(h.find("inline constexpr std::size_t test_count = 2;") != std::string::npos);
+  CHECK(array_values(h, "test_outputs") == std::vector<float>(y.begin(), y.begin() + 6));
+}
+
+TEST_CASE("quantize: a layer with no int8 form is a value_error naming it") {
+  keras::Sequential<keras::Input<float, Shape<4>>, layers::Dense<3, activations::tanh>> fused;
+  const auto x = random_uniform<float, Shape<dyn, 4>>(1, -1, 1, {8, 4});
+  CHECK_THROWS_WITH(keras::quantize(fused, x),
+                    Catch::Contains("(Dense) has the activation tanh: a fused activation of int8 is linear, relu or relu6 (give others a layer of their own)"));
+  keras::Sequential<keras::Input<float, Shape<4>>, layers::Dense<3, activations::relu>, layers::BatchNormalization> alone;
+  CHECK_THROWS_WITH(keras::quantize(alone, x), Catch::Contains("(BatchNormalization) does not follow a Dense or convolution without activation"));
+  CHECK_THROWS_WITH(keras::quantize(alone, Tensor<float, Shape<dyn, 4>>({0, 4})), "ctflow::keras::quantize: the representative dataset is empty");
+}

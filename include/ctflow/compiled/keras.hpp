@@ -12,10 +12,12 @@
 #include <ctflow/keras.hpp>
 #include <ctflow/keras/export.hpp>
 #include <ctflow/keras/import.hpp>
+#include <ctflow/keras/quantize.hpp>
 #include <ctflow/keras/impl/embedded_header.ipp>
 #include <ctflow/keras/impl/import.ipp>
 #include <ctflow/keras/impl/onnx.ipp>
 #include <ctflow/keras/impl/pytorch.ipp>
+#include <ctflow/keras/impl/quantize.ipp>
 #include <ctflow/keras/impl/saving.ipp>
 #include <ctflow/keras/impl/saving_h5.ipp>
 #include <ctflow/keras/impl/summary.ipp>

@@ -55,6 +55,23 @@ inline void set_window(embedded_layer& e, layers::size2 k, layers::size2 s, laye
 /// The class name of built layer L, as a compile-time string.
 template <class L> constexpr auto class_string() { return ctflow::detail::fixed_string_of<[] { return L::class_name; }>(); }
 
+/// Whether built layer L has an embedded form (export_layer's classes).
+template <class L> constexpr bool has_embedded_form() {
+  constexpr std::string_view c = L::class_name;
+  for (std::string_view k : {"Dense", "Conv2D", "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
+                             "Flatten", "Reshape", "ZeroPadding2D", "Rescaling", "BatchNormalization", "Activation", "Softmax", "ReLU", "Dropout"})
+    if (c == k) return true;
+  return false;
+}
+/// The index of the first layer of tuple Layers with no embedded form (its size if none).
+template <class Layers> constexpr std::size_t first_without_embedded_form() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    std::size_t first = sizeof...(I);
+    ((first == sizeof...(I) && !has_embedded_form<std::tuple_element_t<I, Layers>>() ? first = I : first), ...);
+    return first;
+  }(std::make_index_sequence<std::tuple_size_v<Layers>>{});
+}
+
 /// Built layer l (named `name`) as an embedded layer into m (none for Dropout, the identity in
 /// inference).
 template <class L> void export_layer(embedded_model& m, const std::string& name, const L& l) {
@@ -94,13 +111,42 @@ template <class L> void export_layer(embedded_model& m, const std::string& name,
     if (!(std::isinf(l.f.max_value) && l.f.max_value > 0 && l.f.negative_slope == 0 && l.f.threshold == 0))
       throw value_error("ctflow::keras::export_header: layer " + name + " (ReLU) has a max_value, negative_slope or threshold: only ReLU() exports");
     e.kind = "Activation", e.activation = "relu";
-  } else if constexpr (cls == "Dropout") {
+  } else {  // Dropout (has_embedded_form names the rest)
     return;
-  } else {
-    CTFLOW_STATIC_CHECK(sizeof(L) == 0, ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::export_header: "), class_string<L>(),
-                                                                ctflow::detail::fixed_string(" has no embedded form")));
   }
   m.layers.push_back(std::move(e));
+}
+
+/// The elements of one example of input shape In (its extents but the batch).
+template <class In> constexpr std::size_t example_elements() {
+  std::size_t n = 1;
+  for (int i = 1; i < In::rank; ++i) n *= In::extents[std::size_t(i)] == dyn ? 0 : In::extents[std::size_t(i)];
+  return n;
+}
+
+/// Sequential model m as an embedded network: its name, dtype, input and layers.
+template <class Input, class... Specs> embedded_model embedded_model_of(Sequential<Input, Specs...>& m) {
+  using Model = Sequential<Input, Specs...>;
+  using T = typename Model::value_type;
+  using In = typename Model::input_shape;
+  for (int i = 1; i < In::rank; ++i)
+    if (In::extents[std::size_t(i)] == dyn) throw shape_error("ctflow::keras::export_header: every extent of the model's input but the batch must be static");
+  embedded_model e;
+  e.name = m.name;
+  e.dtype = std::is_same_v<T, float> ? "float" : "double";
+  for (int i = 1; i < In::rank; ++i) e.input.push_back(In::extents[std::size_t(i)]);
+  constexpr std::size_t missing = first_without_embedded_form<typename Model::layers_type>();
+  if constexpr (missing < Model::size) {
+    CTFLOW_STATIC_CHECK(missing == Model::size,
+                        ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::export_header: "),
+                                               class_string<std::tuple_element_t<missing, typename Model::layers_type>>(),
+                                               ctflow::detail::fixed_string(" has no embedded form")));
+  } else {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (detail::export_layer(e, m.template get_layer<I>().name, m.template get_layer<I>().layer), ...);
+    }(std::make_index_sequence<Model::size>{});
+  }
+  return e;
 }
 
 }  // namespace detail
@@ -117,24 +163,12 @@ void export_header(Sequential<Input, Specs...>& m, const std::string& path, cons
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "ctflow::keras::export_header: a model of float32 or float64 weights");
   static_assert(std::is_same_v<typename Model::input_value_type, T>, "ctflow::keras::export_header: the model's input must be of its weights' dtype");
   if (o.batch == 0) throw value_error("ctflow::keras::export_header: the batch must be positive");
-  for (int i = 1; i < In::rank; ++i)
-    if (In::extents[std::size_t(i)] == dyn) throw shape_error("ctflow::keras::export_header: every extent of the model's input but the batch must be static");
   if (In::extents[0] != dyn && In::extents[0] != o.batch)
     throw shape_error("ctflow::keras::export_header: the model's batch is " + std::to_string(In::extents[0]) + "; the options give " + std::to_string(o.batch));
 
-  detail::embedded_model e;
-  e.name = m.name;
-  e.dtype = std::is_same_v<T, float> ? "float" : "double";
-  for (int i = 1; i < In::rank; ++i) e.input.push_back(In::extents[std::size_t(i)]);
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (detail::export_layer(e, m.template get_layer<I>().name, m.template get_layer<I>().layer), ...);
-  }(std::make_index_sequence<Model::size>{});
+  detail::embedded_model e = detail::embedded_model_of(m);
   if constexpr (!std::is_null_pointer_v<X>) {
-    constexpr std::size_t per_example = [] {
-      std::size_t n = 1;
-      for (int i = 1; i < In::rank; ++i) n *= In::extents[std::size_t(i)] == dyn ? 0 : In::extents[std::size_t(i)];
-      return n;
-    }();
+    constexpr std::size_t per_example = detail::example_elements<In>();
     const Tensor<T, Shape<dyn, extent_t(per_example)>> inputs(reshape<Shape<dyn, extent_t(per_example)>>(test_inputs));
     if (inputs.dims()[0] % o.batch) throw shape_error("ctflow::keras::export_header: give test inputs in whole batches of " + std::to_string(o.batch));
     auto dims = In::extents;

@@ -29,13 +29,17 @@ namespace detail {
 /// A layer of an embedded network: its embedded class (`kind`: "Dense", "Conv2D",
 /// "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
 /// "GlobalMaxPooling2D", "Flatten", "Reshape", "ZeroPadding2D", "Rescaling",
-/// "BatchNormalization", "Activation"), the Keras layer's name (its arrays are named after it),
-/// what its class reads of its structure, and its weights in the order the class takes them.
+/// "BatchNormalization", "Activation"; int8: "Quantize", "Dequantize", "QuantizedDense",
+/// "QuantizedConv2D", "QuantizedDepthwiseConv2D", "QuantizedMaxPooling2D",
+/// "QuantizedAveragePooling2D", "QuantizedGlobalAveragePooling2D", "Lookup",
+/// "QuantizedZeroPadding2D"), the Keras layer's name (its arrays are named after it), what its
+/// class reads of its structure, and its weights in the order the class takes them.
 struct embedded_layer {
   struct weight {
     std::string name;  // Keras's: "kernel", "bias", "gamma", ...
     std::vector<std::size_t> shape;
     std::vector<double> values;
+    std::string type = "";  // its C++ element type: "" the model's dtype, or "std::int8_t", "std::int32_t"
   };
   std::string kind, name;
   std::size_t units = 0;  // Dense's units, Conv2D's filters, DepthwiseConv2D's depth multiplier
@@ -45,6 +49,9 @@ struct embedded_layer {
   double scale = 1, offset = 0, epsilon = 1e-3;
   std::array<std::size_t, 4> pads{};  // ZeroPadding2D's top, bottom, left and right
   std::vector<std::size_t> target;    // Reshape's, without the batch axis
+  // int8: the input's and output's zero points and the output's clamp; Quantize's and
+  // Dequantize's scale is `scale`, their zero point `out_zero`.
+  int in_zero = 0, out_zero = 0, lo = -128, hi = 127;
   std::vector<weight> weights;
 };
 

@@ -44,12 +44,13 @@ inline std::string number(double v) {
   return s;
 }
 
-/// `alignas(64) inline constexpr <type> id[n] = {...};`
+/// `alignas(64) inline constexpr <type> id[n] = {...};` (an integer type's values as integers).
 inline void array(std::string& out, const std::string& type, const std::string& id, const std::vector<double>& values) {
+  const bool integer = type != "float" && type != "double";
   out += "alignas(64) inline constexpr " + type + " " + id + "[" + std::to_string(values.size()) + "] = {";
   for (std::size_t i = 0; i < values.size(); ++i) {
-    out += i % 8 == 0 ? "\n    " : " ";
-    out += literal(values[i], type);
+    out += i % (integer ? 16 : 8) == 0 ? "\n    " : " ";
+    out += integer ? std::to_string(static_cast<long long>(values[i])) : literal(values[i], type);
     out += ',';
   }
   out += "\n};\n";
@@ -104,7 +105,7 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
       }
       if (count != w.values.size()) refuse(l, "weight " + w.name + " has " + n(w.values.size()) + " values for a shape [" + shape + "]");
       weights += "/// " + l.name + "/" + w.name + " [" + shape + "]\n";
-      array(weights, type, id, w.values);
+      array(weights, w.type.empty() ? type : w.type, id, w.values);
       args += ", weights::" + id;
       params += count;
     }
@@ -125,6 +126,17 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
     else if (l.kind == "Rescaling") layer("ctflow::embedded::Rescaling<" + number(l.scale) + ", " + number(l.offset) + ">");
     else if (l.kind == "BatchNormalization") layer("ctflow::embedded::BatchNormalization<" + number(l.epsilon) + args + ">");
     else if (l.kind == "Activation") layer("ctflow::embedded::Activation<" + activation(l.activation) + ">");
+    else if (l.kind == "Quantize" || l.kind == "Dequantize") layer("ctflow::embedded::" + l.kind + "<" + number(l.scale) + ", " + std::to_string(l.out_zero) + ">");
+    else if (l.kind == "QuantizedDense" || l.kind == "QuantizedConv2D" || l.kind == "QuantizedDepthwiseConv2D") {
+      const std::string q = std::to_string(l.in_zero) + ", " + std::to_string(l.out_zero) + ", " + std::to_string(l.lo) + ", " + std::to_string(l.hi);
+      if (l.kind == "QuantizedDense") layer("ctflow::embedded::QuantizedDense<" + n(l.units) + ", " + q + args + ">");
+      else layer("ctflow::embedded::QuantizedConv2D<" + std::string(l.kind == "QuantizedConv2D" ? "false" : "true") + ", " + n(l.units) + ", " + window(l) + ", " + q + args + ">");
+    } else if (l.kind == "QuantizedMaxPooling2D" || l.kind == "QuantizedAveragePooling2D")
+      layer("ctflow::embedded::QuantizedPooling2D<" + std::string(l.kind == "QuantizedMaxPooling2D" ? "true" : "false") + ", " + window(l) + ">");
+    else if (l.kind == "QuantizedGlobalAveragePooling2D") layer("ctflow::embedded::QuantizedGlobalAveragePooling2D");
+    else if (l.kind == "Lookup") layer("ctflow::embedded::Lookup<" + args.substr(2) + ">");
+    else if (l.kind == "QuantizedZeroPadding2D")
+      layer("ctflow::embedded::QuantizedZeroPadding2D<" + n(l.pads[0]) + ", " + n(l.pads[1]) + ", " + n(l.pads[2]) + ", " + n(l.pads[3]) + ", " + std::to_string(l.out_zero) + ">");
     else refuse(l, "has no embedded form");
     if (split) layer("ctflow::embedded::Activation<" + activation(l.activation) + ">");
   }
@@ -137,7 +149,7 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
   }
   const std::string ns = identifier(o.name_space);
   std::string h = "// " + ns + ": the " + m.framework + " model \"" + m.name + "\" (" + m.class_name + ", " + n(params) +
-                  " parameters) for inference, written by " + m.what + ".\n#pragma once\n\n#include <cstddef>\n#include <limits>\n\n"
+                  " parameters) for inference, written by " + m.what + ".\n#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <limits>\n\n"
                   "#include <ctflow/embedded.hpp>\n#include <" + backend_header(o.device) + ">\n\nnamespace " + ns +
                   " {\n\nnamespace weights {\n" + weights + "}  // namespace weights\n\n";
   h += "/// The network: its input [" + input + "], its layers.\nusing model = ctflow::embedded::Sequential<\n    ctflow::embedded::Input<" + type +

@@ -104,7 +104,10 @@ inline void check_shape(const std::string& file, const std::string& layer, const
   for (std::size_t i = 0; ok && i < expected.size(); ++i) ok = expected[i] == 0 || expected[i] == w.shape[i];
   if (!ok) {
     std::string e;
-    for (auto x : expected) e += (e.empty() ? "" : ",") + (x ? std::to_string(x) : std::string("?"));
+    for (auto x : expected) {
+      if (!e.empty()) e += ',';
+      e += x ? std::to_string(x) : std::string("?");
+    }
     fail(file, "layer " + layer + ", weight " + w.name + ": shape " + format_dims(w.shape) + " in the file; its config gives [" + e + "]");
   }
 }

@@ -1,0 +1,348 @@
+#pragma once
+// Definitions of keras/quantize.hpp (ctflow::keras's compiled part; see detail/linkage.hpp): a
+// float embedded network made int8 from its activations' ranges, and the int8 network run on the
+// host with the kernels the embedded layers run (embedded/layers/quantized.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ctflow/core/errors.hpp>
+#include <ctflow/embedded/layers/quantized.hpp>
+#include <ctflow/keras/detail/embedded_header.hpp>
+#include <ctflow/keras/quantize.hpp>
+
+namespace ctflow::keras::detail {
+
+namespace quantize_detail {
+
+inline constexpr const char* what = "ctflow::keras::quantize";
+
+/// An int8 tensor's scale and zero point.
+struct params {
+  double scale = 1;
+  int zero = 0;
+};
+
+/// TensorFlow Lite's asymmetric int8 parameters of range r (which holds 0).
+inline params of_range(value_range r) {
+  r.lo = std::min(r.lo, 0.0), r.hi = std::max(r.hi, 0.0);
+  if (r.hi - r.lo < 1e-8) r.hi = r.lo + 1e-8;
+  params p;
+  p.scale = (r.hi - r.lo) / 255.0;
+  p.zero = int(std::clamp(std::lround(-128.0 - r.lo / p.scale), -128L, 127L));
+  return p;
+}
+
+/// m in [2^30, 2^31) and shift with real = m * 2^(shift - 31) (TFLite's QuantizeMultiplier).
+inline void multiplier_of(double real, std::int32_t& m, std::int32_t& shift) {
+  if (real == 0) {
+    m = 0, shift = 0;
+    return;
+  }
+  int e = 0;
+  const double fraction = std::frexp(real, &e);
+  auto q = std::llround(fraction * double(1ll << 31));
+  if (q == (1ll << 31)) q /= 2, ++e;
+  if (e < -31) q = 0, e = 0;
+  m = std::int32_t(q), shift = std::int32_t(e);
+}
+
+/// keras::activations' function `a` at x (the names embedded_activation takes, softmax aside).
+inline double activation_at(const std::string& a, double x) {
+  const auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const auto softplus = [](double v) { return v > 30 ? v : std::log1p(std::exp(v)); };
+  if (a == "linear") return x;
+  if (a == "relu") return std::max(x, 0.0);
+  if (a == "relu6") return std::clamp(x, 0.0, 6.0);
+  if (a == "sigmoid") return sigmoid(x);
+  if (a == "tanh") return std::tanh(x);
+  if (a == "elu") return x > 0 ? x : std::expm1(x);
+  if (a == "selu") return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * std::expm1(x));
+  if (a == "softplus") return softplus(x);
+  if (a == "softsign") return x / (1 + std::abs(x));
+  if (a == "silu" || a == "swish") return x * sigmoid(x);
+  if (a == "gelu") return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  if (a == "exponential") return std::exp(x);
+  if (a == "leaky_relu") return x > 0 ? x : 0.2 * x;
+  if (a == "hard_sigmoid") return std::clamp(x + 3, 0.0, 6.0) / 6;
+  if (a == "mish") return x * std::tanh(softplus(x));
+  throw value_error(std::string(what) + ": the activation " + a + " has no int8 form");
+}
+
+inline embedded_layer::weight ints(const std::string& name, std::vector<std::size_t> shape, std::vector<double> values, const char* type) {
+  return {name, std::move(shape), std::move(values), type};
+}
+
+/// The walk along the float network: the int8 network so far and the current activation's
+/// parameters and extents (without the batch).
+struct quantizer {
+  const embedded_model& f;
+  embedded_model q;
+  params current;
+  std::vector<std::size_t> dims;
+
+  [[noreturn]] void refuse(const embedded_layer& l, const std::string& why) const {
+    throw value_error(std::string(what) + ": layer " + l.name + " (" + l.kind + ") " + why);
+  }
+  embedded_layer& add(const embedded_layer& from, const std::string& kind) {
+    embedded_layer l;
+    l.kind = kind;
+    l.name = from.name;
+    q.layers.push_back(std::move(l));
+    return q.layers.back();
+  }
+
+  /// A Dense or convolution of float layer l (its BatchNormalization `bn` folded in, when given),
+  /// its output's parameters from range r.
+  void weighted(const embedded_layer& l, const embedded_layer* bn, const value_range& r) {
+    const auto& a = l.activation;
+    if (a != "linear" && a != "relu" && a != "relu6") refuse(l, "has the activation " + a + ": a fused activation of int8 is linear, relu or relu6 (give others a layer of their own)");
+    const auto& kernel = l.weights[0];
+    const bool depthwise = l.kind == "DepthwiseConv2D";
+    // The output channels: the kernel's last axis (a depthwise kernel's last two: channel c *
+    // multiplier + j).
+    const std::size_t channels = depthwise ? kernel.shape[2] * kernel.shape[3] : kernel.shape.back();
+    const std::size_t per_channel = kernel.values.size() / channels;
+    std::vector<double> w = kernel.values, b(channels, 0.0);
+    if (l.weights.size() > 1) b = l.weights[1].values;
+    if (bn) {
+      // y = gamma (x - mean) / sqrt(var + eps) + beta over the layer's output x.
+      for (std::size_t o = 0; o < channels; ++o) {
+        const double g = bn->weights[0].values[o] / std::sqrt(bn->weights[3].values[o] + bn->epsilon);
+        for (std::size_t i = 0; i < per_channel; ++i) w[i * channels + o] *= g;
+        b[o] = (b[o] - bn->weights[2].values[o]) * g + bn->weights[1].values[o];
+      }
+    }
+    const params out = of_range(r);
+    embedded_layer& e = add(l, l.kind == "Dense" ? "QuantizedDense" : depthwise ? "QuantizedDepthwiseConv2D" : "QuantizedConv2D");
+    e.units = l.units, e.kh = l.kh, e.kw = l.kw, e.sh = l.sh, e.sw = l.sw, e.dh = l.dh, e.dw = l.dw, e.padding = l.padding;
+    e.in_zero = current.zero, e.out_zero = out.zero;
+    e.lo = a == "linear" ? -128 : out.zero;
+    e.hi = a == "relu6" ? int(std::min<long>(127, out.zero + std::lround(6 / out.scale))) : 127;
+    std::vector<double> wq(w.size()), bq(channels), mq(channels), sq(channels);
+    for (std::size_t o = 0; o < channels; ++o) {
+      double most = 0;
+      for (std::size_t i = 0; i < per_channel; ++i) most = std::max(most, std::abs(w[i * channels + o]));
+      const double s = most > 0 ? most / 127 : 1;
+      for (std::size_t i = 0; i < per_channel; ++i) wq[i * channels + o] = double(std::clamp(std::lround(w[i * channels + o] / s), -127L, 127L));
+      bq[o] = double(std::clamp(std::llround(b[o] / (current.scale * s)), -2147483647LL, 2147483647LL));
+      std::int32_t m, shift;
+      multiplier_of(current.scale * s / out.scale, m, shift);
+      mq[o] = m, sq[o] = shift;
+    }
+    e.weights = {ints("kernel", kernel.shape, std::move(wq), "std::int8_t"), ints("bias", {channels}, std::move(bq), "std::int32_t"),
+                 ints("multiplier", {channels}, std::move(mq), "std::int32_t"), ints("shift", {channels}, std::move(sq), "std::int32_t")};
+    if (l.kind == "Dense") {
+      dims.back() = l.units;
+    } else {
+      const auto g = embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, l.dh, l.dw, l.padding == "same");
+      dims = {g.oh, g.ow, channels};
+    }
+    current = out;
+  }
+
+  /// An element-wise function of the current activation as a table, its output's parameters from
+  /// range r.
+  template <class F> void table(const embedded_layer& l, const value_range& r, F&& fn) {
+    const params out = of_range(r);
+    std::vector<double> t(256);
+    for (int v = -128; v < 128; ++v) {
+      const double y = fn((v - current.zero) * current.scale);
+      t[std::size_t(v + 128)] = double(std::clamp(std::lround(y / out.scale) + out.zero, -128L, 127L));
+    }
+    add(l, "Lookup").weights = {ints("table", {256}, std::move(t), "std::int8_t")};
+    current = out;
+  }
+
+  embedded_model run(const value_range& input, const std::vector<value_range>& outputs) {
+    q.what = f.what;
+    q.framework = f.framework, q.name = f.name, q.class_name = f.class_name, q.dtype = "float";
+    q.input = f.input;
+    dims = f.input;
+    if (f.dtype != "float") throw value_error(std::string(what) + ": a network of float32 weights, not " + f.dtype);
+    std::size_t k = 0;
+    value_range in = input;
+    for (; k < f.layers.size() && f.layers[k].kind == "Rescaling"; ++k) {  // float, before the Quantize
+      q.layers.push_back(f.layers[k]);
+      in = outputs[k];
+    }
+    current = of_range(in);
+    embedded_layer& quantize = add(k < f.layers.size() ? f.layers[k] : f.layers.back(), "Quantize");
+    quantize.name = "quantize";
+    quantize.scale = current.scale, quantize.out_zero = current.zero;
+    bool dequantized = false;
+    for (; k < f.layers.size(); ++k) {
+      const embedded_layer& l = f.layers[k];
+      const value_range& r = outputs[k];
+      if (dequantized) refuse(l, "comes after the network's softmax: only the last layer may be a softmax in int8");
+      if (l.kind == "Dense" || l.kind == "Conv2D" || l.kind == "DepthwiseConv2D") {
+        const bool fold = k + 1 < f.layers.size() && f.layers[k + 1].kind == "BatchNormalization" && l.activation == "linear";
+        weighted(l, fold ? &f.layers[k + 1] : nullptr, fold ? outputs[k + 1] : r);
+        if (fold) ++k;
+      } else if (l.kind == "MaxPooling2D" || l.kind == "AveragePooling2D") {
+        embedded_layer& e = add(l, "Quantized" + l.kind);
+        e.kh = l.kh, e.kw = l.kw, e.sh = l.sh, e.sw = l.sw, e.padding = l.padding;
+        const auto g = embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, 1, 1, l.padding == "same");
+        dims = {g.oh, g.ow, dims[2]};
+      } else if (l.kind == "GlobalAveragePooling2D") {
+        add(l, "QuantizedGlobalAveragePooling2D");
+        dims = {dims[2]};
+      } else if (l.kind == "Flatten" || l.kind == "Reshape") {
+        q.layers.push_back(l);
+        if (l.kind == "Flatten") {
+          std::size_t n = 1;
+          for (auto d : dims) n *= d;
+          dims = {n};
+        } else {
+          dims = l.target;
+        }
+      } else if (l.kind == "ZeroPadding2D") {
+        embedded_layer& e = add(l, "QuantizedZeroPadding2D");
+        e.pads = l.pads, e.out_zero = current.zero;
+        dims = {dims[0] + l.pads[0] + l.pads[1], dims[1] + l.pads[2] + l.pads[3], dims[2]};
+      } else if (l.kind == "Activation" && (l.activation == "softmax" || l.activation == "log_softmax")) {
+        embedded_layer& d = add(l, "Dequantize");
+        d.name += "_dequantize";
+        d.scale = current.scale, d.out_zero = current.zero;
+        q.layers.push_back(l);
+        dequantized = true;
+      } else if (l.kind == "Activation") {
+        const std::string a = l.activation;
+        activation_at(a, 0);  // an error for an activation of no int8 form
+        table(l, r, [&](double x) { return activation_at(a, x); });
+      } else if (l.kind == "Rescaling") {
+        table(l, r, [&](double x) { return x * l.scale + l.offset; });
+      } else {
+        refuse(l, l.kind == "BatchNormalization" ? "does not follow a Dense or convolution without activation: only such a one folds into int8"
+                                                 : "has no int8 form");
+      }
+    }
+    if (!dequantized) {
+      embedded_layer& d = add(f.layers.back(), "Dequantize");
+      d.name = "dequantize";
+      d.scale = current.scale, d.out_zero = current.zero;
+    }
+    return std::move(q);
+  }
+};
+
+/// Network m's int8 kernels on the host, layer by layer over one example at a time (its output
+/// in fx); the weights as the kernels read them, converted once.
+struct runner {
+  const embedded_model& m;
+  std::vector<std::vector<std::int8_t>> bytes;   // per layer: its kernel or table
+  std::vector<std::vector<std::int32_t>> ints;   // per layer: bias, multiplier and shift, one after another
+  std::vector<float> fx;
+  std::vector<std::int8_t> qx, qy;
+  std::vector<std::int32_t> acc;
+
+  explicit runner(const embedded_model& network) : m(network), bytes(network.layers.size()), ints(network.layers.size()) {
+    for (std::size_t k = 0; k < m.layers.size(); ++k)
+      for (const auto& w : m.layers[k].weights) {
+        if (w.type == "std::int8_t") bytes[k].assign(w.values.begin(), w.values.end());
+        else if (w.type == "std::int32_t") ints[k].insert(ints[k].end(), w.values.begin(), w.values.end());
+      }
+  }
+
+  void example(const float* x) {
+    std::vector<std::size_t> dims = m.input;
+    const auto size = [&] {
+      std::size_t s = 1;
+      for (auto d : dims) s *= d;
+      return s;
+    };
+    fx.assign(x, x + size());
+    for (std::size_t k = 0; k < m.layers.size(); ++k) {
+      const embedded_layer& l = m.layers[k];
+      if (l.kind == "Rescaling") {
+        for (auto& v : fx) v = v * float(l.scale) + float(l.offset);
+      } else if (l.kind == "Quantize") {
+        qx.resize(fx.size());
+        embedded::int8_detail::quantize(fx.data(), qx.data(), fx.size(), float(1.0 / l.scale), l.out_zero);
+      } else if (l.kind == "Dequantize") {
+        fx.resize(qx.size());
+        embedded::int8_detail::dequantize(qx.data(), fx.data(), qx.size(), float(l.scale), l.out_zero);
+      } else if (l.kind == "QuantizedDense" || l.kind == "QuantizedConv2D" || l.kind == "QuantizedDepthwiseConv2D") {
+        const std::size_t channels = ints[k].size() / 3;
+        const std::int32_t* b = ints[k].data();
+        const embedded::int8_detail::requant rq{b + channels, b + 2 * channels, l.in_zero, l.out_zero, l.lo, l.hi};
+        acc.resize(channels);
+        if (l.kind == "QuantizedDense") {
+          const std::size_t in = dims.back(), rows = size() / in;
+          qy.resize(rows * channels);
+          embedded::int8_detail::dense(qx.data(), qy.data(), rows, in, channels, bytes[k].data(), b, rq, acc.data());
+          dims.back() = channels;
+        } else {
+          const auto g = embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, l.dh, l.dw, l.padding == "same");
+          qy.resize(g.oh * g.ow * channels);
+          embedded::int8_detail::conv2d(qx.data(), qy.data(), g, channels, l.kind == "QuantizedDepthwiseConv2D", bytes[k].data(), b, rq, acc.data());
+          dims = {g.oh, g.ow, channels};
+        }
+        std::swap(qx, qy);
+      } else if (l.kind == "QuantizedMaxPooling2D" || l.kind == "QuantizedAveragePooling2D" || l.kind == "QuantizedGlobalAveragePooling2D") {
+        const bool global = l.kind == "QuantizedGlobalAveragePooling2D";
+        const auto g = global ? embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], dims[0], dims[1], 1, 1, 1, 1, false)
+                              : embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, 1, 1, l.padding == "same");
+        qy.resize(g.oh * g.ow * g.c);
+        embedded::int8_detail::pool2d(qx.data(), qy.data(), g, l.kind == "QuantizedMaxPooling2D");
+        dims = global ? std::vector<std::size_t>{g.c} : std::vector<std::size_t>{g.oh, g.ow, g.c};
+        std::swap(qx, qy);
+      } else if (l.kind == "Lookup") {
+        embedded::int8_detail::lookup(qx.data(), qx.data(), qx.size(), bytes[k].data());
+      } else if (l.kind == "QuantizedZeroPadding2D") {
+        const std::vector<std::size_t> out = {dims[0] + l.pads[0] + l.pads[1], dims[1] + l.pads[2] + l.pads[3], dims[2]};
+        qy.resize(out[0] * out[1] * out[2]);
+        embedded::int8_detail::zero_pad(qx.data(), qy.data(), 1, dims[0], dims[1], dims[2], l.pads[0], l.pads[1], l.pads[2], l.pads[3], std::int8_t(l.out_zero));
+        dims = out;
+        std::swap(qx, qy);
+      } else if (l.kind == "Flatten") {
+        dims = {size()};
+      } else if (l.kind == "Reshape") {
+        dims = l.target;
+      } else if (l.kind == "Activation" && (l.activation == "softmax" || l.activation == "log_softmax")) {
+        // Over the last axis, as embedded::Activation's softmax computes it.
+        const std::size_t c = dims.back();
+        for (std::size_t r = 0; r < fx.size() / c; ++r) {
+          float* row = fx.data() + r * c;
+          const float most = *std::max_element(row, row + c);
+          float sum = 0;
+          for (std::size_t i = 0; i < c; ++i) sum += std::exp(row[i] - most);
+          for (std::size_t i = 0; i < c; ++i) row[i] = l.activation == "softmax" ? std::exp(row[i] - most) / sum : row[i] - most - std::log(sum);
+        }
+      } else {
+        throw value_error(std::string(what) + ": layer " + l.name + " (" + l.kind + ") is not a layer of an int8 network");
+      }
+    }
+  }
+};
+
+}  // namespace quantize_detail
+
+CTFLOW_DECL embedded_model quantize_network(const embedded_model& m, const value_range& input, const std::vector<value_range>& outputs) {
+  if (outputs.size() != m.layers.size()) throw value_error("ctflow::keras::quantize: a range for each layer's output");
+  return quantize_detail::quantizer{m, {}, {}, {}}.run(input, outputs);
+}
+
+CTFLOW_DECL std::size_t output_elements(const embedded_model& m) {
+  std::size_t n = 1;
+  for (auto d : m.input) n *= d;
+  const std::vector<float> x(n, 0.f);
+  quantize_detail::runner r(m);  // one example run: its output's elements
+  r.example(x.data());
+  return r.fx.size();
+}
+
+CTFLOW_DECL void run_quantized(const embedded_model& m, const float* x, float* y, std::size_t n) {
+  std::size_t in = 1;
+  for (auto d : m.input) in *= d;
+  quantize_detail::runner r(m);
+  for (std::size_t i = 0; i < n; ++i) {
+    r.example(x + i * in);
+    std::copy(r.fx.begin(), r.fx.end(), y + i * r.fx.size());
+  }
+}
+
+}  // namespace ctflow::keras::detail
