@@ -5,6 +5,10 @@
 // (model(x, training=False)); scripts/bench.sh prints the ratios.
 // Goals: CNN batch 1 at most 28 us, MLP batch 1 at most 2.1 us, zero allocations per warm call,
 // two threads never slower than one.
+// keras_{cnn,mlp}_int8: the same models quantized to int8 (keras::quantize, calibrated on 64
+// random images), run by quantized_model::predict: the int8 layers' kernels (plain integer
+// loops, one thread), which the exported header runs on every target. Peers: keras_litert.py
+// (TFLite's converter, float and int8, XNNPack) and keras_onnxruntime.py.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -12,6 +16,7 @@
 #include <new>
 
 #include <ctflow/keras.hpp>
+#include <ctflow/keras/quantize.hpp>
 
 namespace {
 std::atomic<long> allocations{0};
@@ -71,7 +76,27 @@ template <class Model, class InputShape> void inference(benchmark::State& s) {
   s.counters["allocs"] = double(allocations.load() - before) / double(s.iterations());
 }
 
+template <class Model, class InputShape> void int8_inference(benchmark::State& s) {
+  const auto batch = std::size_t(s.range(0));
+  Model model;
+  auto dims = InputShape::extents;
+  dims[0] = 64;
+  const auto q = keras::quantize(model, random_uniform<float, InputShape>(2, 0, 1, dims));
+  dims[0] = batch;
+  const auto x = random_uniform<float, InputShape>(1, 0, 1, dims);
+  std::vector<float> y(batch * q.output_size);
+  q.predict(x.data(), batch, y.data());  // warm: the runner's buffers are allocated
+  const long before = allocations.load();
+  for (auto _ : s) {
+    q.predict(x.data(), batch, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  s.counters["allocs"] = double(allocations.load() - before) / double(s.iterations());
+}
+
 BENCHMARK_TEMPLATE(inference, Cnn, Shape<dyn, 28, 28, 1>)->Name("keras_cnn")->ArgsProduct({{1, 256}, {1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_TEMPLATE(inference, Mlp, Shape<dyn, 784>)->Name("keras_mlp")->ArgsProduct({{1, 256}, {1, 2}})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_TEMPLATE(int8_inference, Cnn, Shape<dyn, 28, 28, 1>)->Name("keras_cnn_int8")->ArgsProduct({{1, 256}, {1}})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_TEMPLATE(int8_inference, Mlp, Shape<dyn, 784>)->Name("keras_mlp_int8")->ArgsProduct({{1, 256}, {1}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -167,6 +167,28 @@ for m in cnn mlp; do for b in 1 256; do for t in 1 2; do
   echo "$m batch=$b threads=$t: ctflow ${ours} us (${allocs} allocations), torch ${torch} us, TensorFlow ${tf:-n/a} us; torch/ctflow $(ratio "$torch" "$ours")${tf:+, TensorFlow/ctflow $(ratio "$tf" "$ours")}"
 done; done; done
 
+echo "== embedded deployment's peers: LiteRT (TFLite's converter, XNNPack; float and int8) and onnxruntime on the same models"
+echo "   (goals: batch 1 at least 2x faster than LiteRT and every peer, float and int8, 1 and 2 threads; batch 256 at least 1.3x onnxruntime)"
+if python3 -c "import tensorflow" 2>/dev/null; then
+  (cd bench/peers && python3 keras_litert.py) | tee /tmp/ctflow_keras_litert.txt
+else
+  echo "TensorFlow is not installed (pip install tensorflow-cpu ai-edge-litert): no LiteRT peer" > /tmp/ctflow_keras_litert.txt
+fi
+if python3 -c "import onnxruntime, onnx" 2>/dev/null; then
+  (cd bench/peers && python3 keras_onnxruntime.py) | tee /tmp/ctflow_keras_ort.txt
+else
+  echo "onnxruntime is not installed (pip install onnx onnxruntime): no onnxruntime peer" > /tmp/ctflow_keras_ort.txt
+fi
+for m in cnn mlp; do for b in 1 256; do for t in 1 2; do
+  ours=$(field /tmp/ctflow_keras.txt "keras_$m/$b/$t/")
+  lite=$(field /tmp/ctflow_keras_litert.txt "litert_$m/$b/$t")
+  ort=$(field /tmp/ctflow_keras_ort.txt "ort_$m/$b/$t")
+  echo "float $m batch=$b threads=$t: ctflow ${ours} us, LiteRT ${lite:-n/a} us, onnxruntime ${ort:-n/a} us${lite:+; LiteRT/ctflow $(ratio "$lite" "$ours")}${ort:+, onnxruntime/ctflow $(ratio "$ort" "$ours")}"
+  q=$(field /tmp/ctflow_keras.txt "keras_${m}_int8/$b/1/")
+  qlite=$(field /tmp/ctflow_keras_litert.txt "litert_${m}_int8/$b/$t")
+  [ -n "$q" ] && echo "int8 $m batch=$b threads=$t: ctflow ${q} us (1 thread), LiteRT ${qlite:-n/a} us${qlite:+; LiteRT/ctflow $(ratio "$qlite" "$q")}"
+done; done; done
+
 echo "== compile time"
 inc="-std=c++20 -O2 -march=native -Iinclude"
 /usr/bin/time -f "the element-wise op tests, one TU: %e s, %M KiB" g++ $inc -c tests/unit/ops/elementwise_test.cpp -o /dev/null

@@ -21,6 +21,7 @@
 /// BatchNormalization of its own) is a value_error naming it.
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,11 @@
 
 namespace ctflow::keras {
 
+namespace detail {
+/// An int8 network's kernels on the host: its weights as they read them, and their buffers.
+struct int8_runner;
+}  // namespace detail
+
 /// @brief A quantized network: float input, int8 layers, float output.
 struct quantized_model {
   /// @brief The network, layer by layer (keras::export_header writes it).
@@ -40,8 +46,11 @@ struct quantized_model {
   /// @brief The float elements of one example's input and output.
   std::size_t input_size = 0, output_size = 0;
   /// @brief Runs the network on n examples x (row-major, channels last) and returns their
-  /// outputs.
+  /// outputs; into y (n * output_size floats), with no allocation once warm. One call at a time.
   std::vector<float> predict(const float* x, std::size_t n) const;
+  void predict(const float* x, std::size_t n, float* y) const;
+
+  std::shared_ptr<detail::int8_runner> runner;  // keras::quantize's, for predict
 };
 
 namespace detail {
@@ -59,16 +68,22 @@ struct value_range {
 
 /// The int8 network of float network m, from the range of its input and of each layer's output.
 CTFLOW_DECL embedded_model quantize_network(const embedded_model& m, const value_range& input, const std::vector<value_range>& outputs);
-/// Runs int8 network m on n examples x into y.
-CTFLOW_DECL void run_quantized(const embedded_model& m, const float* x, float* y, std::size_t n);
-/// The elements of one example of network m's output.
-CTFLOW_DECL std::size_t output_elements(const embedded_model& m);
+/// The host's runner of int8 network m.
+CTFLOW_DECL std::shared_ptr<int8_runner> make_int8_runner(const embedded_model& m);
+/// Runs r's network on n examples x into y.
+CTFLOW_DECL void run_quantized(int8_runner& r, const float* x, float* y, std::size_t n);
+/// The elements of one example of r's network's output.
+CTFLOW_DECL std::size_t output_elements(int8_runner& r);
 
 }  // namespace detail
 
+inline void quantized_model::predict(const float* x, std::size_t n, float* y) const {
+  if (!runner) throw value_error("ctflow::keras::quantized_model::predict: a network keras::quantize made");
+  detail::run_quantized(*runner, x, y, n);
+}
 inline std::vector<float> quantized_model::predict(const float* x, std::size_t n) const {
   std::vector<float> y(n * output_size);
-  detail::run_quantized(network, x, y.data(), n);
+  predict(x, n, y.data());
   return y;
 }
 
@@ -109,8 +124,9 @@ quantized_model quantize(Sequential<Input, Specs...>& m, const X& representative
   }
   quantized_model q;
   q.network = detail::quantize_network(network, input, outputs);
+  q.runner = detail::make_int8_runner(q.network);
   q.input_size = per_example;
-  q.output_size = detail::output_elements(q.network);
+  q.output_size = detail::output_elements(*q.runner);
   return q;
 }
 

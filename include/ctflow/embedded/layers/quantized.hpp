@@ -80,8 +80,10 @@ inline void dense(const std::int8_t* x, std::int8_t* y, std::size_t rows, std::s
     for (std::size_t o = 0; o < out; ++o) acc[o] = bias[o];
     for (std::size_t i = 0; i < in; ++i) {
       const std::int32_t v = std::int32_t(x[r * in + i]) - q.in_zero;
-      const std::int8_t* row = k + i * out;
-      for (std::size_t o = 0; o < out; ++o) acc[o] += v * std::int32_t(row[o]);
+      // (__restrict: an int8 is a char, which may alias anything; the sums stay in registers.)
+      const std::int8_t* __restrict row = k + i * out;
+      std::int32_t* __restrict sums = acc;
+      for (std::size_t o = 0; o < out; ++o) sums[o] += v * std::int32_t(row[o]);
     }
     for (std::size_t o = 0; o < out; ++o) y[r * out + o] = q(acc[o], o);
   }
@@ -138,13 +140,14 @@ inline void conv2d(const std::int8_t* x, std::int8_t* y, const geometry& g, std:
         for (std::size_t o = 0; o < out; ++o) acc[o] = bias[o];
         each_cell(g, b, oy, ox, [&](std::size_t ky, std::size_t kx, std::size_t row) {
           const std::int8_t* cell = k + (ky * g.kw + kx) * g.c * (depthwise ? multiplier : out);
+          std::int32_t* __restrict sums = acc;  // (an int8 is a char, which may alias anything)
           for (std::size_t c = 0; c < g.c; ++c) {
             const std::int32_t v = std::int32_t(x[row + c]) - q.in_zero;
             if (depthwise) {
-              for (std::size_t j = 0; j < multiplier; ++j) acc[c * multiplier + j] += v * std::int32_t(cell[c * multiplier + j]);
+              for (std::size_t j = 0; j < multiplier; ++j) sums[c * multiplier + j] += v * std::int32_t(cell[c * multiplier + j]);
             } else {
-              const std::int8_t* w = cell + c * out;
-              for (std::size_t o = 0; o < out; ++o) acc[o] += v * std::int32_t(w[o]);
+              const std::int8_t* __restrict w = cell + c * out;
+              for (std::size_t o = 0; o < out; ++o) sums[o] += v * std::int32_t(w[o]);
             }
           }
         });

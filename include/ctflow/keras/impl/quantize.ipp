@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -238,6 +239,7 @@ struct runner {
   std::vector<float> fx;
   std::vector<std::int8_t> qx, qy;
   std::vector<std::int32_t> acc;
+  std::vector<std::size_t> dims;  // the current activation's extents (without the batch)
 
   explicit runner(const embedded_model& network) : m(network), bytes(network.layers.size()), ints(network.layers.size()) {
     for (std::size_t k = 0; k < m.layers.size(); ++k)
@@ -248,7 +250,7 @@ struct runner {
   }
 
   void example(const float* x) {
-    std::vector<std::size_t> dims = m.input;
+    dims.assign(m.input.begin(), m.input.end());  // (the buffers keep their memory: no allocation once warm)
     const auto size = [&] {
       std::size_t s = 1;
       for (auto d : dims) s *= d;
@@ -288,15 +290,16 @@ struct runner {
                               : embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, 1, 1, l.padding == "same");
         qy.resize(g.oh * g.ow * g.c);
         embedded::int8_detail::pool2d(qx.data(), qy.data(), g, l.kind == "QuantizedMaxPooling2D");
-        dims = global ? std::vector<std::size_t>{g.c} : std::vector<std::size_t>{g.oh, g.ow, g.c};
+        if (global) dims = {g.c};
+        else dims = {g.oh, g.ow, g.c};
         std::swap(qx, qy);
       } else if (l.kind == "Lookup") {
         embedded::int8_detail::lookup(qx.data(), qx.data(), qx.size(), bytes[k].data());
       } else if (l.kind == "QuantizedZeroPadding2D") {
-        const std::vector<std::size_t> out = {dims[0] + l.pads[0] + l.pads[1], dims[1] + l.pads[2] + l.pads[3], dims[2]};
+        const std::size_t out[3] = {dims[0] + l.pads[0] + l.pads[1], dims[1] + l.pads[2] + l.pads[3], dims[2]};
         qy.resize(out[0] * out[1] * out[2]);
         embedded::int8_detail::zero_pad(qx.data(), qy.data(), 1, dims[0], dims[1], dims[2], l.pads[0], l.pads[1], l.pads[2], l.pads[3], std::int8_t(l.out_zero));
-        dims = out;
+        dims = {out[0], out[1], out[2]};
         std::swap(qx, qy);
       } else if (l.kind == "Flatten") {
         dims = {size()};
@@ -326,21 +329,24 @@ CTFLOW_DECL embedded_model quantize_network(const embedded_model& m, const value
   return quantize_detail::quantizer{m, {}, {}, {}}.run(input, outputs);
 }
 
-CTFLOW_DECL std::size_t output_elements(const embedded_model& m) {
-  std::size_t n = 1;
-  for (auto d : m.input) n *= d;
-  const std::vector<float> x(n, 0.f);
-  quantize_detail::runner r(m);  // one example run: its output's elements
-  r.example(x.data());
+struct int8_runner : quantize_detail::runner {
+  std::size_t in = 1;
+  explicit int8_runner(const embedded_model& m) : runner(m) {
+    for (auto d : m.input) in *= d;
+  }
+};
+
+CTFLOW_DECL std::shared_ptr<int8_runner> make_int8_runner(const embedded_model& m) { return std::make_shared<int8_runner>(m); }
+
+CTFLOW_DECL std::size_t output_elements(int8_runner& r) {
+  const std::vector<float> x(r.in, 0.f);
+  r.example(x.data());  // one example run: its output's elements
   return r.fx.size();
 }
 
-CTFLOW_DECL void run_quantized(const embedded_model& m, const float* x, float* y, std::size_t n) {
-  std::size_t in = 1;
-  for (auto d : m.input) in *= d;
-  quantize_detail::runner r(m);
+CTFLOW_DECL void run_quantized(int8_runner& r, const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
-    r.example(x + i * in);
+    r.example(x + i * r.in);
     std::copy(r.fx.begin(), r.fx.end(), y + i * r.fx.size());
   }
 }
