@@ -94,24 +94,13 @@ inline void dense(const std::int8_t* x, std::int8_t* y, std::size_t rows, std::s
 struct geometry {
   std::size_t batch, h, w, c, oh, ow, kh, kw, sh, sw, dh, dw, top, left;
 };
-/// The geometry of window (kh, kw, sh, sw, dh, dw), same or valid, over [batch, h, w, c].
+/// The geometry of window (kh, kw, sh, sw, dh, dw), same or valid, over [batch, h, w, c]
+/// (TensorFlow's rule: nn::detail::spatial).
 constexpr geometry window_over(std::size_t batch, std::size_t h, std::size_t w, std::size_t c, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw,
                                std::size_t dh, std::size_t dw, bool same) {
-  geometry g{batch, h, w, c, 0, 0, kh, kw, sh, sw, dh, dw, 0, 0};
-  const auto side = [&](std::size_t in, std::size_t k, std::size_t s, std::size_t d, std::size_t& out, std::size_t& before) {
-    const std::size_t span = (k - 1) * d + 1;
-    if (same) {
-      out = (in + s - 1) / s;
-      const std::size_t need = (out - 1) * s + span;
-      before = need > in ? (need - in) / 2 : 0;
-    } else {
-      out = in >= span ? (in - span) / s + 1 : 0;
-      before = 0;
-    }
-  };
-  side(h, kh, sh, dh, g.oh, g.top);
-  side(w, kw, sw, dw, g.ow, g.left);
-  return g;
+  const nn::padding p = same ? nn::SAME : nn::VALID;
+  const auto gh = nn::detail::spatial(h, kh, sh, dh, p, 0), gw = nn::detail::spatial(w, kw, sw, dw, p, 1);
+  return {batch, h, w, c, gh.out, gw.out, kh, kw, sh, sw, dh, dw, gh.pad_before, gw.pad_before};
 }
 
 /// Calls f(y, x, channel offset of the input row) for each in-bounds cell of output (b, oy, ox)'s
