@@ -11,7 +11,9 @@
 #include <vector>
 
 #include <ctflow/core/errors.hpp>
+#include <ctflow/core/tensor.hpp>
 #include <ctflow/embedded/layers/quantized.hpp>
+#include <ctflow/keras/activations.hpp>
 #include <ctflow/keras/detail/embedded_header.hpp>
 #include <ctflow/keras/quantize.hpp>
 
@@ -51,26 +53,21 @@ inline void multiplier_of(double real, std::int32_t& m, std::int32_t& shift) {
   m = std::int32_t(q), shift = std::int32_t(e);
 }
 
-/// keras::activations' function `a` at x (the names embedded_activation takes, softmax aside).
-inline double activation_at(const std::string& a, double x) {
-  const auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
-  const auto softplus = [](double v) { return v > 30 ? v : std::log1p(std::exp(v)); };
-  if (a == "linear") return x;
-  if (a == "relu") return std::max(x, 0.0);
-  if (a == "relu6") return std::clamp(x, 0.0, 6.0);
-  if (a == "sigmoid") return sigmoid(x);
-  if (a == "tanh") return std::tanh(x);
-  if (a == "elu") return x > 0 ? x : std::expm1(x);
-  if (a == "selu") return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * std::expm1(x));
-  if (a == "softplus") return softplus(x);
-  if (a == "softsign") return x / (1 + std::abs(x));
-  if (a == "silu" || a == "swish") return x * sigmoid(x);
-  if (a == "gelu") return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  if (a == "exponential") return std::exp(x);
-  if (a == "leaky_relu") return x > 0 ? x : 0.2 * x;
-  if (a == "hard_sigmoid") return std::clamp(x + 3, 0.0, 6.0) / 6;
-  if (a == "mish") return x * std::tanh(softplus(x));
-  throw value_error(std::string(what) + ": the activation " + a + " has no int8 form");
+/// Reals x through keras::activations' `a`, by name (softmax and log_softmax aside): the
+/// activation's own expression, evaluated.
+inline std::vector<double> activation_over(const std::string& a, const std::vector<double>& x) {
+  namespace act = keras::activations;
+  const TensorView<const double, Shape<256>> in(x.data());
+  Tensor<double, Shape<256>> y;
+  bool found = false;
+  const auto apply = [&](const auto& f) {
+    if (!found && a == f.name) y = f(in), found = true;
+  };
+  apply(act::linear), apply(act::relu), apply(act::relu6), apply(act::sigmoid), apply(act::tanh), apply(act::elu), apply(act::selu);
+  apply(act::softplus), apply(act::softsign), apply(act::silu), apply(act::swish), apply(act::gelu), apply(act::exponential);
+  apply(act::leaky_relu), apply(act::hard_sigmoid), apply(act::mish);
+  if (!found) throw value_error(std::string(what) + ": the activation " + a + " has no int8 form");
+  return {y.data(), y.data() + 256};
 }
 
 inline embedded_layer::weight ints(const std::string& name, std::vector<std::size_t> shape, std::vector<double> values, const char* type) {
@@ -145,15 +142,14 @@ struct quantizer {
     current = out;
   }
 
-  /// An element-wise function of the current activation as a table, its output's parameters from
-  /// range r.
+  /// An element-wise function of the current activation as a table: fn maps the 256 reals the
+  /// input's int8 values stand for to the output's reals, whose parameters come from range r.
   template <class F> void table(const embedded_layer& l, const value_range& r, F&& fn) {
     const params out = of_range(r);
-    std::vector<double> t(256);
-    for (int v = -128; v < 128; ++v) {
-      const double y = fn((v - current.zero) * current.scale);
-      t[std::size_t(v + 128)] = double(std::clamp(std::lround(y / out.scale) + out.zero, -128L, 127L));
-    }
+    std::vector<double> reals(256);
+    for (int v = -128; v < 128; ++v) reals[std::size_t(v + 128)] = (v - current.zero) * current.scale;
+    std::vector<double> t = fn(reals);
+    for (double& y : t) y = double(std::clamp(std::lround(y / out.scale) + out.zero, -128L, 127L));
     add(l, "Lookup").weights = {ints("table", {256}, std::move(t), "std::int8_t")};
     current = out;
   }
@@ -212,10 +208,12 @@ struct quantizer {
         dequantized = true;
       } else if (l.kind == "Activation") {
         const std::string a = l.activation;
-        activation_at(a, 0);  // an error for an activation of no int8 form
-        table(l, r, [&](double x) { return activation_at(a, x); });
+        table(l, r, [&](const std::vector<double>& x) { return activation_over(a, x); });
       } else if (l.kind == "Rescaling") {
-        table(l, r, [&](double x) { return x * l.scale + l.offset; });
+        table(l, r, [&](std::vector<double> x) {
+          for (double& v : x) v = v * l.scale + l.offset;
+          return x;
+        });
       } else {
         refuse(l, l.kind == "BatchNormalization" ? "does not follow a Dense or convolution without activation: only such a one folds into int8"
                                                  : "has no int8 form");
