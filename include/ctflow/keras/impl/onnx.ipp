@@ -62,6 +62,8 @@ struct node {
   std::string name, op, domain;
   std::vector<std::string> inputs, outputs;
   std::vector<attribute> attributes;
+  /// Its name in messages and in the network: its own, or its first output's.
+  std::string label() const { return !name.empty() ? name : outputs.empty() ? std::string("?") : outputs[0]; }
   const attribute* find(std::string_view n) const {
     for (const auto& a : attributes)
       if (a.name == n) return &a;
@@ -327,7 +329,7 @@ struct chain {
   std::vector<std::size_t> flattened;  // [C, H, W] of a Flatten of channels-first data (the network's rows are [H, W, C])
 
   [[noreturn]] void refuse(const node& n, const std::string& why) const {
-    fail(file, "node " + (n.name.empty() ? n.outputs.empty() ? std::string("?") : n.outputs[0] : n.name) + " (" + n.op + ") " + why);
+    fail(file, "node " + n.label() + " (" + n.op + ") " + why);
   }
   const tensor* constant(const std::string& name) const {
     const auto it = constants.find(name);
@@ -346,7 +348,7 @@ struct chain {
   embedded_layer& add(const node& n, const std::string& kind) {
     embedded_layer l;
     l.kind = kind;
-    l.name = n.name.empty() ? n.outputs[0] : n.name;
+    l.name = n.label();
     m.layers.push_back(std::move(l));
     return m.layers.back();
   }
@@ -429,7 +431,7 @@ struct chain {
     const std::size_t out = std::size_t(w.dims[0]), per_group = std::size_t(w.dims[1]), kh = std::size_t(w.dims[2]), kw = std::size_t(w.dims[3]);
     const std::size_t in = dims[0], group = std::size_t(n.i("group", 1));
     embedded_layer l;
-    l.name = n.name.empty() ? n.outputs[0] : n.name;
+    l.name = n.label();
     window(n, l, {kh, kw});
     if (l.kh != kh || l.kw != kw) refuse(n, "has a kernel_shape that is not its kernel's");
     const bool depthwise = group != 1;
@@ -470,7 +472,7 @@ struct chain {
   void pool(const node& n, bool max) {
     need_spatial(n);
     embedded_layer l;
-    l.name = n.name.empty() ? n.outputs[0] : n.name;
+    l.name = n.label();
     l.kind = max ? "MaxPooling2D" : "AveragePooling2D";
     if (!n.find("kernel_shape")) refuse(n, "has no kernel_shape");
     window(n, l, {1, 1});
@@ -613,7 +615,7 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
                                              "Dropout", "Identity"};
   for (const auto& n : g.nodes)
     if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops))
-      fail(name, "node " + (n.name.empty() ? n.outputs.empty() ? std::string("?") : n.outputs[0] : n.name) + " (" + n.op +
+      fail(name, "node " + n.label() + " (" + n.op +
                      ") has no embedded form (the importer reads Conv, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
                      "the activations, Softmax, Clip, and x * c, x / c, x + c, x - c)");
 
