@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTFLOW_BUILD_BENCHMARKS=ON >/dev/null
-cmake --build build --target benchmarks -j "$(nproc)"
+cmake --build build --target benchmarks embedded_headers -j "$(nproc)"  # (the exported networks: their size)
 reps="--benchmark_repetitions=5 --benchmark_report_aggregates_only=true"
 # Kernels compared with the triad run it in their own binary, repetitions interleaved with theirs:
 # this machine's bandwidth drifts by tens of percent within a minute.
@@ -188,6 +188,20 @@ for m in cnn mlp; do for b in 1 256; do for t in 1 2; do
   qlite=$(field /tmp/ctflow_keras_litert.txt "litert_${m}_int8/$b/$t")
   [ -n "$q" ] && echo "int8 $m batch=$b threads=$t: ctflow ${q} us (1 thread), LiteRT ${qlite:-n/a} us${qlite:+; LiteRT/ctflow $(ratio "$qlite" "$q")}"
 done; done; done
+
+echo "== size of a deployed model: a static x86-64 program running an exported network (bench/embedded_size.cpp), beside LiteRT's interpreter library"
+echo "   (goal: the CNN's program at most 1/4 of the smallest peer runtime that can run it)"
+lite_lib=$(python3 -c "import ai_edge_litert, os; print(os.path.join(os.path.dirname(ai_edge_litert.__file__), 'libLiteRt.so'))" 2>/dev/null || true)
+lite_size=$([ -n "$lite_lib" ] && [ -f "$lite_lib" ] && stat -c %s "$lite_lib" || true)
+size_flags="-std=c++20 -O2 -static -s -fno-exceptions -fno-rtti -ffunction-sections -fdata-sections -Wl,--gc-sections -Iinclude -Ibuild/tests/embedded"
+g++ $size_flags bench/embedded_size.cpp -o /tmp/ctflow_size_base
+base=$(stat -c %s /tmp/ctflow_size_base)
+echo "the same program without a network (static C library, fopen, printf): $base bytes"
+for n in cnn cnn_int8 mlp mlp_int8; do
+  g++ $size_flags -DNET_HEADER="<$n.hpp>" bench/embedded_size.cpp -o /tmp/ctflow_size_$n
+  bytes=$(stat -c %s /tmp/ctflow_size_$n)
+  echo "$n: ${bytes} bytes, $((bytes - base)) beyond the program without it (weights included)${lite_size:+; LiteRT: libLiteRt.so, ${lite_size} bytes (without a model or its C++ runtime); ctflow/LiteRT $(ratio "$bytes" "$lite_size")}"
+done
 
 echo "== compile time"
 inc="-std=c++20 -O2 -march=native -Iinclude"
