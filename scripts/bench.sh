@@ -184,9 +184,9 @@ for m in cnn mlp; do for b in 1 256; do for t in 1 2; do
   lite=$(field /tmp/ctflow_keras_litert.txt "litert_$m/$b/$t")
   ort=$(field /tmp/ctflow_keras_ort.txt "ort_$m/$b/$t")
   echo "float $m batch=$b threads=$t: ctflow ${ours} us, LiteRT ${lite:-n/a} us, onnxruntime ${ort:-n/a} us${lite:+; LiteRT/ctflow $(ratio "$lite" "$ours")}${ort:+, onnxruntime/ctflow $(ratio "$ort" "$ours")}"
-  q=$(field /tmp/ctflow_keras.txt "keras_${m}_int8/$b/1/")
+  q=$(field /tmp/ctflow_keras.txt "keras_${m}_int8/$b/$t/")
   qlite=$(field /tmp/ctflow_keras_litert.txt "litert_${m}_int8/$b/$t")
-  [ -n "$q" ] && echo "int8 $m batch=$b threads=$t: ctflow ${q} us (1 thread), LiteRT ${qlite:-n/a} us${qlite:+; LiteRT/ctflow $(ratio "$qlite" "$q")}"
+  [ -n "$q" ] && echo "int8 $m batch=$b threads=$t: ctflow ${q} us, LiteRT ${qlite:-n/a} us${qlite:+; LiteRT/ctflow $(ratio "$qlite" "$q")}"
 done; done; done
 
 echo "== size of a deployed model: a static x86-64 program running an exported network (bench/embedded_size.cpp), beside LiteRT's interpreter library"

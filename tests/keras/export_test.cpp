@@ -447,3 +447,108 @@ TEST_CASE("quantize: a layer with no int8 form is a value_error naming it") {
   CHECK_THROWS_WITH(keras::quantize(alone, x), Catch::Contains("(BatchNormalization) does not follow a Dense or convolution without activation"));
   CHECK_THROWS_WITH(keras::quantize(alone, Tensor<float, Shape<dyn, 4>>({0, 4})), "ctflow::keras::quantize: the representative dataset is empty");
 }
+
+TEST_CASE("quantize: the cpu device's int8 kernels equal reference's loops, bit for bit, over tails, chunks, padding and strides") {
+  namespace i8 = embedded::int8_detail;
+  std::uint32_t state = 12345;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  const auto bytes = [&](std::size_t n) {
+    std::vector<std::int8_t> v(n);
+    for (auto& b : v) b = std::int8_t(next() >> 24);
+    return v;
+  };
+  // Per-channel requantization as keras::quantize writes it: multipliers in [2^30, 2^31) and
+  // right shifts; one layer with a left shift (a scale above 1), which the cpu device requantizes
+  // one lane at a time.
+  const auto layer = [&](std::size_t in, std::size_t out, bool left) {
+    struct params {
+      std::vector<std::int8_t> k;
+      std::vector<std::int32_t> bias, m, s;
+      std::int32_t in_zero, out_zero;
+    } p{bytes(in * out), {}, {}, {}, std::int32_t(next() % 256) - 128, std::int32_t(next() % 256) - 128};
+    for (std::size_t o = 0; o < out; ++o) {
+      p.bias.push_back(std::int32_t(next() % 20001) - 10000);
+      p.m.push_back(std::int32_t((1u << 30) + next() % (1u << 30)));
+      p.s.push_back(left && o == 0 ? 1 : -std::int32_t(next() % 12));
+    }
+    return p;
+  };
+  for (const std::size_t in : {1, 7, 16, 33, 130})
+    for (const std::size_t out : {1, 10, 16, 17, 70})
+      for (const std::size_t rows : {1, 3, 6, 300}) {
+        const auto p = layer(in, out, rows == 3);
+        const bool relu = rows == 6;
+        const i8::requant q{p.m.data(), p.s.data(), p.in_zero, p.out_zero, relu ? p.out_zero : -128, 127};
+        const auto x = bytes(rows * in);
+        std::vector<std::int8_t> want(rows * out), got(rows * out);
+        i8::linear_kernel<reference>(p.k.data(), in, out, p.bias.data(), q).dense(x.data(), want.data(), rows);
+        i8::linear_kernel<cpu>(p.k.data(), in, out, p.bias.data(), q).dense(x.data(), got.data(), rows);
+        INFO("dense " << rows << " x " << in << " -> " << out);
+        CHECK(got == want);
+      }
+  struct window {
+    std::size_t batch, h, w, c, kh, kw, sh, sw, dh, dw, out;
+    bool same;
+  };
+  for (const window& s : {window{1, 28, 28, 1, 3, 3, 1, 1, 1, 1, 32, false}, window{2, 13, 13, 5, 3, 3, 1, 1, 1, 1, 17, true},
+                         window{1, 9, 11, 3, 5, 3, 2, 2, 1, 1, 8, true}, window{1, 10, 10, 4, 3, 3, 1, 1, 2, 2, 16, true},
+                         window{3, 7, 6, 2, 1, 1, 1, 1, 1, 1, 3, false}}) {
+    const auto g = i8::window_over(s.batch, s.h, s.w, s.c, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.same);
+    const std::size_t in = s.kh * s.kw * s.c;
+    const auto p = layer(in, s.out, false);
+    const i8::requant q{p.m.data(), p.s.data(), p.in_zero, p.out_zero, -128, 127};
+    const auto x = bytes(s.batch * s.h * s.w * s.c);
+    std::vector<std::int8_t> want(s.batch * g.oh * g.ow * s.out), got(want.size());
+    i8::linear_kernel<reference>(p.k.data(), in, s.out, p.bias.data(), q).conv(x.data(), want.data(), g);
+    i8::linear_kernel<cpu>(p.k.data(), in, s.out, p.bias.data(), q).conv(x.data(), got.data(), g);
+    INFO("conv " << s.h << "x" << s.w << "x" << s.c << " window " << s.kh << "x" << s.kw << " -> " << s.out);
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("quantize: an input quantized as std::lround rounds, half away from zero, saturated; a NaN is -128") {
+  std::vector<float> x = {0.5f, -0.5f, 1.5f, -1.5f, 2.49999f, -2.5000002f, 0.49999997f, 126.5f, 127.5f, -128.5f, -129.5f, 1e9f, -1e9f, 3e-8f};
+  for (int i = -600; i <= 600; ++i) x.push_back(float(i) * 0.25f + 0.001f * float(i % 7));
+  const std::int32_t zero = -3;
+  std::vector<std::int8_t> q(x.size());
+  embedded::int8_detail::quantize(x.data(), q.data(), x.size(), 1.0f, zero);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const long r = std::lround(std::min(std::max(double(x[i]), -1e6), 1e6)) + zero;
+    INFO(x[i]);
+    CHECK(q[i] == std::int8_t(std::min(127l, std::max(-128l, r))));
+  }
+  const float nan = std::nanf("");
+  std::int8_t n = 0;
+  embedded::int8_detail::quantize(&nan, &n, 1, 1.0f, zero);
+  CHECK(n == -128);
+}
+
+TEST_CASE("quantize: int8 pooling is each window's max, or its in-bounds cells' mean rounded half away from zero") {
+  namespace i8 = embedded::int8_detail;
+  std::uint32_t state = 99;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (const std::size_t c : {1, 5, 16, 33})
+    for (const bool same : {false, true})
+      for (const bool max : {false, true}) {
+        const auto g = i8::window_over(2, 7, 6, c, 3, 2, 2, 1, 1, 1, same);
+        std::vector<std::int8_t> x(2 * 7 * 6 * c), y(2 * g.oh * g.ow * c);
+        for (auto& v : x) v = std::int8_t(next() >> 24);
+        i8::pool2d(x.data(), y.data(), g, max);
+        for (std::size_t b = 0; b < 2; ++b)
+          for (std::size_t oy = 0; oy < g.oh; ++oy)
+            for (std::size_t ox = 0; ox < g.ow; ++ox)
+              for (std::size_t ch = 0; ch < c; ++ch) {
+                long most = -128, sum = 0, count = 0;
+                for (std::size_t ky = 0; ky < 3; ++ky)
+                  for (std::size_t kx = 0; kx < 2; ++kx) {
+                    const long iy = long(oy * 2 + ky) - long(g.top), ix = long(ox + kx) - long(g.left);
+                    if (iy < 0 || iy >= 7 || ix < 0 || ix >= 6) continue;
+                    const long v = x[((b * 7 + std::size_t(iy)) * 6 + std::size_t(ix)) * c + ch];
+                    most = std::max(most, v), sum += v, ++count;
+                  }
+                const long mean = long(std::lround(double(sum) / double(count)));
+                INFO("c " << c << (same ? " same" : " valid") << (max ? " max" : " average") << " at " << b << "," << oy << "," << ox << "," << ch);
+                CHECK(long(y[((b * g.oh + oy) * g.ow + ox) * c + ch]) == (max ? most : mean));
+              }
+      }
+}

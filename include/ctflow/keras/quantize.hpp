@@ -12,7 +12,9 @@
 ///     keras::export_header(q, "net_int8.hpp", {.name_space = "net"}, test_images);
 ///
 /// The header runs as export_header's float ones do (embedded::Sequential, no heap), with the
-/// int8 layers of embedded/layers/quantized.hpp; predict runs the same kernels on the host.
+/// int8 layers of embedded/layers/quantized.hpp; predict runs the network on the host's cpu
+/// device (an int8 GEMM on AVX-512 VNNI where the machine has it, over the device's threads), 64
+/// examples a layer at a time, and computes the same integers as the header's loops, bit for bit.
 /// Leading Rescaling layers stay float (the input is quantized after them); a BatchNormalization
 /// right after a Dense or a convolution without activation is folded into it; relu and relu6
 /// become the output's clamp; other element-wise activations and Rescaling layers become a table

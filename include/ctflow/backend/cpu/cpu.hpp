@@ -8,6 +8,7 @@
 #include <ctflow/backend/cpu/kernels/conv.hpp>
 #include <ctflow/backend/cpu/kernels/depthwise.hpp>
 #include <ctflow/backend/cpu/kernels/image.hpp>
+#include <ctflow/backend/cpu/kernels/int8.hpp>
 #include <ctflow/backend/cpu/kernels/linalg.hpp>
 #include <ctflow/backend/cpu/kernels/losses.hpp>
 #include <ctflow/backend/cpu/kernels/normalization.hpp>

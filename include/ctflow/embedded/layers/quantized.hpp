@@ -17,7 +17,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
+#include <ctflow/core/device.hpp>
 #include <ctflow/embedded/layers/common.hpp>
 #include <ctflow/embedded/network.hpp>
 
@@ -48,12 +51,27 @@ constexpr std::int32_t requantize(std::int32_t x, std::int32_t m, std::int32_t s
 
 constexpr std::int8_t saturate(std::int32_t v, std::int32_t lo, std::int32_t hi) { return std::int8_t(v < lo ? lo : v > hi ? hi : v); }
 
-/// q = round(x / scale) + zero, saturated (inv_scale: 1 / scale, as a float).
-inline void quantize(const float* x, std::int8_t* q, std::size_t n, float inv_scale, std::int32_t zero) {
-  for (std::size_t i = 0; i < n; ++i) {
-    float r = x[i] * inv_scale;
-    r = r < -1e6f ? -1e6f : r > 1e6f ? 1e6f : r;  // (NaN stays NaN: lround's result, then saturated)
-    q[i] = saturate(std::int32_t(std::lround(r)) + zero, -128, 127);
+/// q = round(x / scale) + zero, saturated (inv_scale: 1 / scale, as a float): rounded half away
+/// from zero (std::lround's rule) by truncating and adding the truncation of twice the remainder
+/// (-1, 0 or 1), which is exact; a NaN becomes -128. Two loops over runs of 64, each of which
+/// vectorises (GCC gives up on the one loop doing both).
+inline void quantize(const float* __restrict x, std::int8_t* __restrict q, std::size_t n, float inv_scale, std::int32_t zero) {
+  constexpr std::size_t run = 64;
+  float r[run];
+  for (std::size_t i0 = 0; i0 < n; i0 += run) {
+    const std::size_t m = n - i0 < run ? n - i0 : run;
+    for (std::size_t i = 0; i < m; ++i) {
+      float v = x[i0 + i] * inv_scale;
+      v = v > -1e6f ? v : -1e6f;  // (false for a NaN)
+      r[i] = v < 1e6f ? v : 1e6f;
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      std::int32_t t = std::int32_t(r[i]);  // toward zero
+      const float rest = r[i] - float(t);
+      t += std::int32_t(rest + rest);
+      const std::int32_t v = t + zero;
+      q[i0 + i] = std::int8_t(v < -128 ? -128 : v > 127 ? 127 : v);
+    }
   }
 }
 /// x = (q - zero) * scale.
@@ -146,21 +164,40 @@ inline void conv2d(const std::int8_t* x, std::int8_t* y, const geometry& g, std:
 }
 
 /// Max or average pooling over the in-bounds cells of each window (the output's scale and zero
-/// point are the input's); an average rounds half away from zero.
+/// point are the input's); an average rounds half away from zero. A pixel's channels go through
+/// in runs of 64, each cell's run one vectorisable loop (into a local array, which nothing
+/// aliases).
 inline void pool2d(const std::int8_t* x, std::int8_t* y, const geometry& g, bool max) {
+  constexpr std::size_t run = 64;
+  const auto channels = [&](std::size_t b, std::size_t oy, std::size_t ox, std::size_t c0, std::size_t n) {
+    std::int8_t* out = y + ((b * g.oh + oy) * g.ow + ox) * g.c + c0;
+    if (max) {  // (in int8 itself: the widest vectors)
+      std::int8_t most[run];
+      for (std::size_t i = 0; i < n; ++i) most[i] = -128;
+      each_cell(g, b, oy, ox, [&](std::size_t, std::size_t, std::size_t row) {
+        const std::int8_t* from = x + row + c0;
+        for (std::size_t i = 0; i < n; ++i) most[i] = from[i] > most[i] ? from[i] : most[i];
+      });
+      for (std::size_t i = 0; i < n; ++i) out[i] = most[i];
+      return;
+    }
+    std::int32_t acc[run] = {}, count = 0;
+    each_cell(g, b, oy, ox, [&](std::size_t, std::size_t, std::size_t row) {
+      const std::int8_t* from = x + row + c0;
+      for (std::size_t i = 0; i < n; ++i) acc[i] += from[i];
+      ++count;
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+      std::int32_t v = acc[i];
+      if (count) v = v >= 0 ? (v + count / 2) / count : (v - count / 2) / count;
+      out[i] = saturate(v, -128, 127);
+    }
+  };
   for (std::size_t b = 0; b < g.batch; ++b)
     for (std::size_t oy = 0; oy < g.oh; ++oy)
-      for (std::size_t ox = 0; ox < g.ow; ++ox)
-        for (std::size_t c = 0; c < g.c; ++c) {
-          std::int32_t acc = max ? -128 : 0, count = 0;
-          each_cell(g, b, oy, ox, [&](std::size_t, std::size_t, std::size_t row) {
-            const std::int32_t v = x[row + c];
-            acc = max ? (v > acc ? v : acc) : acc + v;
-            ++count;
-          });
-          if (!max && count) acc = acc >= 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-          y[((b * g.oh + oy) * g.ow + ox) * g.c + c] = saturate(acc, -128, 127);
-        }
+      for (std::size_t ox = 0; ox < g.ow; ++ox) {
+        for (std::size_t c0 = 0; c0 < g.c; c0 += run) channels(b, oy, ox, c0, g.c - c0 < run ? g.c - c0 : run);
+      }
 }
 
 /// y = table[x + 128]: an element-wise function of the input's reals, as the output's int8.
@@ -180,6 +217,30 @@ inline void zero_pad(const std::int8_t* x, std::int8_t* y, std::size_t batch, st
           y[((b * oh + oy) * ow + ox) * c + ch] = inside ? x[((b * h + oy - top) * w + ox - left) * c + ch] : zero;
         }
 }
+
+/// The kernel of a QuantizedDense, or of a QuantizedConv2D that is not depthwise, on device D:
+/// weights k [in, out] (a convolution's in: kh * kw * channels), bias and requantization q, kept
+/// in the form D's loops read (converted once: the runner of keras::quantized_model builds one
+/// per layer). Reference's are the loops above; a backend defines its own (the cpu device's:
+/// <ctflow/backend/cpu/kernels/int8.hpp>). The results are integers, the same on every device.
+template <class D> class linear_kernel;
+
+template <> class linear_kernel<reference> {
+ public:
+  linear_kernel(const std::int8_t* k, std::size_t in, std::size_t out, const std::int32_t* bias, const requant& q)
+      : k_(k), in_(in), out_(out), bias_(bias), q_(q), acc_(out) {}
+  /// y [rows, out] from x [rows, in].
+  void dense(const std::int8_t* x, std::int8_t* y, std::size_t rows) { int8_detail::dense(x, y, rows, in_, out_, k_, bias_, q_, acc_.data()); }
+  /// y [batch, oh, ow, out] from x [batch, h, w, c], over window g.
+  void conv(const std::int8_t* x, std::int8_t* y, const geometry& g) { conv2d(x, y, g, out_, false, k_, bias_, q_, acc_.data()); }
+
+ private:
+  const std::int8_t* k_;
+  std::size_t in_, out_;
+  const std::int32_t* bias_;
+  requant q_;
+  std::vector<std::int32_t> acc_;
+};
 
 }  // namespace int8_detail
 

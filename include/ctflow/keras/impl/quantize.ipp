@@ -228,33 +228,50 @@ struct quantizer {
   }
 };
 
-/// Network m's int8 kernels on the host, layer by layer over one example at a time (its output
-/// in fx); the weights as the kernels read them, converted once.
+/// Network m's int8 kernels on the host (the cpu device's), layer by layer over a batch of
+/// examples (its output in fx); the weights as the kernels read them, converted once.
 struct runner {
+  using linear = embedded::int8_detail::linear_kernel<cpu>;
   const embedded_model& m;
   std::vector<std::vector<std::int8_t>> bytes;   // per layer: its kernel or table
   std::vector<std::vector<std::int32_t>> ints;   // per layer: bias, multiplier and shift, one after another
+  std::vector<std::unique_ptr<linear>> linears;  // per Dense and Conv2D layer: its kernel
   std::vector<float> fx;
   std::vector<std::int8_t> qx, qy;
   std::vector<std::int32_t> acc;
   std::vector<std::size_t> dims;  // the current activation's extents (without the batch)
 
-  explicit runner(const embedded_model& network) : m(network), bytes(network.layers.size()), ints(network.layers.size()) {
-    for (std::size_t k = 0; k < m.layers.size(); ++k)
-      for (const auto& w : m.layers[k].weights) {
+  explicit runner(const embedded_model& network)
+      : m(network), bytes(network.layers.size()), ints(network.layers.size()), linears(network.layers.size()) {
+    for (std::size_t k = 0; k < m.layers.size(); ++k) {
+      const embedded_layer& l = m.layers[k];
+      for (const auto& w : l.weights) {
         if (w.type == "std::int8_t") bytes[k].assign(w.values.begin(), w.values.end());
         else if (w.type == "std::int32_t") ints[k].insert(ints[k].end(), w.values.begin(), w.values.end());
       }
+      if (l.kind == "QuantizedDense" || l.kind == "QuantizedConv2D") {
+        const std::size_t channels = ints[k].size() / 3;
+        linears[k] = std::make_unique<linear>(bytes[k].data(), bytes[k].size() / channels, channels, ints[k].data(), requant_of(k));
+      }
+    }
+  }
+  embedded::int8_detail::requant requant_of(std::size_t k) const {
+    const std::size_t channels = ints[k].size() / 3;
+    const std::int32_t* b = ints[k].data();
+    const embedded_layer& l = m.layers[k];
+    return {b + channels, b + 2 * channels, l.in_zero, l.out_zero, l.lo, l.hi};
   }
 
-  void example(const float* x) {
+  /// Runs the network on n examples x at once (each layer over all of them: its products one
+  /// GEMM of n times the rows); the output in fx, n * per_example() floats.
+  void run(const float* x, std::size_t n) {
     dims.assign(m.input.begin(), m.input.end());  // (the buffers keep their memory: no allocation once warm)
     const auto size = [&] {
       std::size_t s = 1;
       for (auto d : dims) s *= d;
       return s;
     };
-    fx.assign(x, x + size());
+    fx.assign(x, x + n * size());
     for (std::size_t k = 0; k < m.layers.size(); ++k) {
       const embedded_layer& l = m.layers[k];
       if (l.kind == "Rescaling") {
@@ -267,26 +284,28 @@ struct runner {
         embedded::int8_detail::dequantize(qx.data(), fx.data(), qx.size(), float(l.scale), l.out_zero);
       } else if (l.kind == "QuantizedDense" || l.kind == "QuantizedConv2D" || l.kind == "QuantizedDepthwiseConv2D") {
         const std::size_t channels = ints[k].size() / 3;
-        const std::int32_t* b = ints[k].data();
-        const embedded::int8_detail::requant rq{b + channels, b + 2 * channels, l.in_zero, l.out_zero, l.lo, l.hi};
-        acc.resize(channels);
         if (l.kind == "QuantizedDense") {
-          const std::size_t in = dims.back(), rows = size() / in;
+          const std::size_t in = dims.back(), rows = n * size() / in;
           qy.resize(rows * channels);
-          embedded::int8_detail::dense(qx.data(), qy.data(), rows, in, channels, bytes[k].data(), b, rq, acc.data());
+          linears[k]->dense(qx.data(), qy.data(), rows);
           dims.back() = channels;
         } else {
-          const auto g = embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, l.dh, l.dw, l.padding == "same");
-          qy.resize(g.oh * g.ow * channels);
-          embedded::int8_detail::conv2d(qx.data(), qy.data(), g, channels, l.kind == "QuantizedDepthwiseConv2D", bytes[k].data(), b, rq, acc.data());
+          const auto g = embedded::int8_detail::window_over(n, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, l.dh, l.dw, l.padding == "same");
+          qy.resize(n * g.oh * g.ow * channels);
+          if (linears[k]) {
+            linears[k]->conv(qx.data(), qy.data(), g);
+          } else {  // depthwise
+            acc.resize(channels);
+            embedded::int8_detail::conv2d(qx.data(), qy.data(), g, channels, true, bytes[k].data(), ints[k].data(), requant_of(k), acc.data());
+          }
           dims = {g.oh, g.ow, channels};
         }
         std::swap(qx, qy);
       } else if (l.kind == "QuantizedMaxPooling2D" || l.kind == "QuantizedAveragePooling2D" || l.kind == "QuantizedGlobalAveragePooling2D") {
         const bool global = l.kind == "QuantizedGlobalAveragePooling2D";
-        const auto g = global ? embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], dims[0], dims[1], 1, 1, 1, 1, false)
-                              : embedded::int8_detail::window_over(1, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, 1, 1, l.padding == "same");
-        qy.resize(g.oh * g.ow * g.c);
+        const auto g = global ? embedded::int8_detail::window_over(n, dims[0], dims[1], dims[2], dims[0], dims[1], 1, 1, 1, 1, false)
+                              : embedded::int8_detail::window_over(n, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, 1, 1, l.padding == "same");
+        qy.resize(n * g.oh * g.ow * g.c);
         embedded::int8_detail::pool2d(qx.data(), qy.data(), g, l.kind == "QuantizedMaxPooling2D");
         if (global) dims = {g.c};
         else dims = {g.oh, g.ow, g.c};
@@ -295,8 +314,8 @@ struct runner {
         embedded::int8_detail::lookup(qx.data(), qx.data(), qx.size(), bytes[k].data());
       } else if (l.kind == "QuantizedZeroPadding2D") {
         const std::size_t out[3] = {dims[0] + l.pads[0] + l.pads[1], dims[1] + l.pads[2] + l.pads[3], dims[2]};
-        qy.resize(out[0] * out[1] * out[2]);
-        embedded::int8_detail::zero_pad(qx.data(), qy.data(), 1, dims[0], dims[1], dims[2], l.pads[0], l.pads[1], l.pads[2], l.pads[3], std::int8_t(l.out_zero));
+        qy.resize(n * out[0] * out[1] * out[2]);
+        embedded::int8_detail::zero_pad(qx.data(), qy.data(), n, dims[0], dims[1], dims[2], l.pads[0], l.pads[1], l.pads[2], l.pads[3], std::int8_t(l.out_zero));
         dims = {out[0], out[1], out[2]};
         std::swap(qx, qy);
       } else if (l.kind == "Flatten") {
@@ -338,14 +357,16 @@ CTFLOW_DECL std::shared_ptr<int8_runner> make_int8_runner(const embedded_model& 
 
 CTFLOW_DECL std::size_t output_elements(int8_runner& r) {
   const std::vector<float> x(r.in, 0.f);
-  r.example(x.data());  // one example run: its output's elements
+  r.run(x.data(), 1);  // one example run: its output's elements
   return r.fx.size();
 }
 
 CTFLOW_DECL void run_quantized(int8_runner& r, const float* x, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    r.example(x + i * r.in);
-    std::copy(r.fx.begin(), r.fx.end(), y + i * r.fx.size());
+  // 64 examples at a time: the activations of a batch stay in cache.
+  for (std::size_t i = 0; i < n; i += 64) {
+    const std::size_t count = std::min<std::size_t>(64, n - i);
+    r.run(x + i * r.in, count);
+    std::copy(r.fx.begin(), r.fx.end(), y + i * (r.fx.size() / count));
   }
 }
 

@@ -1,0 +1,293 @@
+#pragma once
+// The cpu device's kernel of a quantized network's Dense and Conv2D (keras::quantize): an int8
+// GEMM on AVX-512 VNNI, where the target has it. vpdpbusd sums four u8 x s8 products into each
+// int32 lane, so the activations go in as u8 (x + 128, the sums corrected by (128 + the input's
+// zero point) times each weight column's sum, folded into the bias once) against weights packed
+// once as [out / 16][in / 4][16][4]; a convolution's windows are gathered (im2col) a chunk of
+// output pixels at a time; the requantization runs 16 lanes at a time. Integer arithmetic
+// throughout: the results are reference's (embedded/layers/quantized.hpp), bit for bit. Without
+// VNNI the cpu device runs reference's loops.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <ctflow/backend/cpu/thread_pool.hpp>
+#include <ctflow/core/device.hpp>
+#include <ctflow/embedded/layers/quantized.hpp>
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
+#include <immintrin.h>
+#define CTFLOW_CPU_INT8_VNNI 1
+#endif
+
+namespace ctflow::embedded::int8_detail {
+
+#if defined(CTFLOW_CPU_INT8_VNNI)
+
+/// acc + the sums of four u8 x s8 products per lane (vpdpbusd). GCC 12's intrinsic copies every
+/// accumulator of a register tile on each step (it does not tie the sum to its register): the
+/// instruction itself, in place, where GCC compiles it.
+[[gnu::always_inline]] inline __m512i dot_u8s8(__m512i acc, __m512i u8, __m512i s8) {
+#if defined(__GNUC__) && !defined(__clang__)
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
+  return acc;
+#else
+  return _mm512_dpbusd_epi32(acc, u8, s8);
+#endif
+}
+
+template <> class linear_kernel<cpu> {
+ public:
+  linear_kernel(const std::int8_t* k, std::size_t in, std::size_t out, const std::int32_t* bias, const requant& q)
+      : in_(in), out_(out), k4_((in + 3) / 4), blocks_((out + 15) / 16), q_(q) {
+    packed_.assign(blocks_ * k4_ * 64, 0);
+    bias_.assign(blocks_ * 16, 0);
+    multiplier_.assign(blocks_ * 16, 0);
+    shift_.assign(blocks_ * 16, 0);
+    for (std::size_t n = 0; n < out; ++n) {
+      std::int32_t sum = 0;
+      for (std::size_t i = 0; i < in; ++i) {
+        const std::int8_t w = k[i * out + n];
+        packed_[((n / 16) * k4_ + i / 4) * 64 + (n % 16) * 4 + i % 4] = w;
+        sum += w;
+      }
+      bias_[n] = bias[n] - (128 + q.in_zero) * sum;
+      multiplier_[n] = q.multiplier[n];
+      shift_[n] = q.shift[n];
+      // The vector requantization covers right shifts of a non-negative multiplier (every
+      // scale below 1); a layer with another keeps the scalar one.
+      if (q.shift[n] > 0 || q.multiplier[n] < 0) vector_requant_ = false;
+    }
+  }
+
+  /// y [rows, out] from x [rows, in].
+  void dense(const std::int8_t* x, std::int8_t* y, std::size_t rows) const {
+    rows_of(rows, y, [&](std::size_t begin) {
+      return [this, from = x + begin * in_](std::uint8_t* to) mutable {
+        flip(from, to, in_);
+        from += in_;
+        return to + in_;
+      };
+    });
+  }
+
+  /// y [batch, oh, ow, out] from x [batch, h, w, c], over window g: the input made u8 once, then
+  /// each output pixel's window gathered into a row of kh * kw * c inputs (a padded cell holds
+  /// the input's zero point), a window row's cells one contiguous run where they are side by side
+  /// and in bounds.
+  void conv(const std::int8_t* x, std::int8_t* y, const geometry& g) const {
+    const std::size_t run = g.kw * g.c, n = g.batch * g.h * g.w * g.c;
+    const std::uint8_t zero = std::uint8_t(std::int8_t(q_.in_zero)) ^ 0x80;
+    const ctflow::detail::buffer<std::uint8_t> u(n + slack, false);  // (the cpu device's block cache)
+    flip(x, u.data(), n);
+    const std::uint8_t* in = u.data();
+    rows_of(g.batch * g.oh * g.ow, y, [&](std::size_t begin) {
+      // The output pixel (b, oy, ox) of each row in turn, from the first row's.
+      return [&, b = begin / (g.oh * g.ow), oy = begin / g.ow % g.oh, ox = begin % g.ow](std::uint8_t* to) mutable {
+        const std::ptrdiff_t x0 = std::ptrdiff_t(ox * g.sw) - std::ptrdiff_t(g.left);
+        const bool across = g.dw == 1 && x0 >= 0 && x0 + std::ptrdiff_t(g.kw) <= std::ptrdiff_t(g.w);
+        for (std::size_t ky = 0; ky < g.kh; ++ky, to += run) {
+          const std::ptrdiff_t iy = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.top);
+          if (iy < 0 || iy >= std::ptrdiff_t(g.h)) {
+            splat(to, run, zero);
+            continue;
+          }
+          const std::uint8_t* line = in + (b * g.h + std::size_t(iy)) * g.w * g.c;
+          if (across) {
+            copy(line + std::size_t(x0) * g.c, to, run);
+            continue;
+          }
+          for (std::size_t kx = 0; kx < g.kw; ++kx) {
+            const std::ptrdiff_t ix = x0 + std::ptrdiff_t(kx * g.dw);
+            if (ix < 0 || ix >= std::ptrdiff_t(g.w)) splat(to + kx * g.c, g.c, zero);
+            else copy(line + std::size_t(ix) * g.c, to + kx * g.c, g.c);
+          }
+        }
+        if (++ox == g.ow) {
+          ox = 0;
+          if (++oy == g.oh) oy = 0, ++b;
+        }
+        return to;
+      };
+    });
+  }
+
+ private:
+  static constexpr std::size_t chunk = 256;  // rows of A gathered at a time (in cache)
+
+  // y's rows [0, rows), split among the cpu device's threads (where each has a few hundred
+  // thousand products at least), a chunk of rows of A at a time: rows(begin) gives the writer of
+  // the u8 inputs of the rows from `begin` on, one row a call, which returns where the row's
+  // inputs end (the rest of the row, to k4 * 4, is zeros).
+  template <class F> void rows_of(std::size_t rows, std::int8_t* y, F&& writer_from) const {
+    const std::size_t lda = k4_ * 4;
+    backend::cpu::parallel_for_scratch<std::uint8_t>(rows, backend::cpu::grain_for(lda * blocks_ * 16), 4, chunk * lda + slack,
+                                                     [&](std::size_t begin, std::size_t end, std::uint8_t* a) {
+      auto write = writer_from(begin);
+      for (std::size_t r0 = begin; r0 < end; r0 += chunk) {
+        const std::size_t m = std::min(chunk, end - r0);
+        for (std::size_t r = 0; r < m; ++r) {
+          std::uint8_t* row = a + r * lda;
+          std::uint8_t* past = write(row);
+          if (past != row + lda) fill(past, std::size_t(row + lda - past), 0);
+        }
+        gemm(a, m, y + r0 * out_);
+      }
+    });
+  }
+
+  // copy and splat write whole 16- or 64-byte vectors, past n by up to 63 bytes: their source
+  // and destination buffers end in `slack` bytes more, and a row's runs are written in order
+  // (each one over the previous one's overshoot; the row's tail is zeroed last).
+  static constexpr std::size_t slack = 64;
+  // to[0, n) = from[0, n).
+  static void copy(const std::uint8_t* from, std::uint8_t* to, std::size_t n) {
+    if (n <= 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(to), _mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
+      return;
+    }
+    for (std::size_t i = 0; i < n; i += 64) _mm512_storeu_si512(to + i, _mm512_loadu_si512(from + i));
+  }
+  // to[0, n) = v.
+  static void splat(std::uint8_t* to, std::size_t n, std::uint8_t v) {
+    if (n <= 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(to), _mm_set1_epi8(char(v)));
+      return;
+    }
+    const __m512i all = _mm512_set1_epi8(char(v));
+    for (std::size_t i = 0; i < n; i += 64) _mm512_storeu_si512(to + i, all);
+  }
+  // to[0, n) = from[0, n) as u8 (x + 128: the top bit flipped), 64 bytes a move.
+  static void flip(const std::int8_t* from, std::uint8_t* to, std::size_t n) {
+    const __m512i top = _mm512_set1_epi8(char(0x80));
+    for (; n >= 64; n -= 64, from += 64, to += 64) _mm512_storeu_si512(to, _mm512_xor_si512(_mm512_loadu_si512(from), top));
+    if (n) {
+      const __mmask64 mask = (~__mmask64(0)) >> (64 - n);
+      _mm512_mask_storeu_epi8(to, mask, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, from), top));
+    }
+  }
+  static void fill(std::uint8_t* to, std::size_t n, std::uint8_t v) {
+    const __m512i all = _mm512_set1_epi8(char(v));
+    for (; n >= 64; n -= 64, to += 64) _mm512_storeu_si512(to, all);
+    if (n) _mm512_mask_storeu_epi8(to, (~__mmask64(0)) >> (64 - n), all);
+  }
+
+  // y [m, out] from the u8 rows a [m, k4 * 4]: blocks of up to 4 x 16 columns, 4 rows at a time
+  // (one row: 8 blocks, so that more sums are under way at once).
+  void gemm(const std::uint8_t* a, std::size_t m, std::int8_t* y) const {
+    if (m == 1) {
+      std::size_t n0 = 0;
+      for (; n0 + 8 <= blocks_; n0 += 8) tile<1, 8>(a, 0, n0, y);
+      if (n0 + 4 <= blocks_) tile<1, 4>(a, 0, n0, y), n0 += 4;
+      switch (blocks_ - n0) {
+        case 3: tile<1, 3>(a, 0, n0, y); break;
+        case 2: tile<1, 2>(a, 0, n0, y); break;
+        case 1: tile<1, 1>(a, 0, n0, y); break;
+        default: break;
+      }
+      return;
+    }
+    for (std::size_t n0 = 0; n0 < blocks_; n0 += 4) {
+      switch (std::min<std::size_t>(4, blocks_ - n0)) {
+        case 4: columns<4>(a, m, n0, y); break;
+        case 3: columns<3>(a, m, n0, y); break;
+        case 2: columns<2>(a, m, n0, y); break;
+        default: columns<1>(a, m, n0, y); break;
+      }
+    }
+  }
+  template <int NB> void columns(const std::uint8_t* a, std::size_t m, std::size_t n0, std::int8_t* y) const {
+    std::size_t r = 0;
+    for (; r + 4 <= m; r += 4) tile<4, NB>(a, r, n0, y);
+    switch (m - r) {
+      case 3: tile<3, NB>(a, r, n0, y); break;
+      case 2: tile<2, NB>(a, r, n0, y); break;
+      case 1: tile<1, NB>(a, r, n0, y); break;
+      default: break;
+    }
+  }
+  // Rows [r0, r0 + MR) by column blocks [n0, n0 + NB): MR x NB accumulators in registers.
+  template <int MR, int NB> void tile(const std::uint8_t* a, std::size_t r0, std::size_t n0, std::int8_t* y) const {
+    const std::size_t lda = k4_ * 4, stride = k4_ * 64;
+    const std::int8_t* b = packed_.data() + n0 * stride;
+    __m512i acc[MR][NB];
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NB; ++j) acc[r][j] = _mm512_setzero_si512();
+    const std::uint8_t* rows = a + r0 * lda;
+    for (std::size_t kk = 0; kk < k4_; ++kk) {
+      __m512i w[NB];
+      for (int j = 0; j < NB; ++j) w[j] = _mm512_loadu_si512(b + j * stride + kk * 64);
+      for (int r = 0; r < MR; ++r) {
+        std::int32_t four;
+        std::memcpy(&four, rows + r * lda + kk * 4, 4);
+        const __m512i v = _mm512_set1_epi32(four);
+        for (int j = 0; j < NB; ++j) acc[r][j] = dot_u8s8(acc[r][j], v, w[j]);
+      }
+    }
+    for (int j = 0; j < NB; ++j) {
+      const std::size_t n = (n0 + std::size_t(j)) * 16;
+      const column c = column_at(n);  // (loaded once for the tile's rows: y's stores may alias anything)
+      for (int r = 0; r < MR; ++r) store(acc[r][j], c, n, y + (r0 + std::size_t(r)) * out_);
+    }
+  }
+
+  // What the requantization of columns [n, n + 16) reads.
+  struct column {
+    __m512i bias, multiplier, right, mask, half;
+    __mmask16 valid;
+  };
+  column column_at(std::size_t n) const {
+    const std::size_t valid = std::min<std::size_t>(16, out_ - n);
+    const __m512i one = _mm512_set1_epi32(1), right = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(shift_.data() + n));
+    const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+    return {_mm512_loadu_si512(bias_.data() + n), _mm512_loadu_si512(multiplier_.data() + n), right, mask, _mm512_srai_epi32(mask, 1),
+            __mmask16((1u << valid) - 1)};
+  }
+
+  // The 16 sums of columns [n, n + 16) into the output row y: bias, requantization, zero point,
+  // clamp.
+  void store(__m512i acc, const column& c, std::size_t n, std::int8_t* y) const {
+    acc = _mm512_add_epi32(acc, c.bias);
+    if (!vector_requant_) {
+      alignas(64) std::int32_t sums[16];
+      _mm512_store_si512(sums, acc);
+      for (std::size_t l = 0; l < 16 && n + l < out_; ++l) y[n + l] = q_(sums[l], n + l);
+      return;
+    }
+    // (acc * m + 2^30) >> 31 in 64 bits, even and odd lanes apart: requantize's doubling high
+    // multiply, its truncation toward zero of a negative product included.
+    const __m512i nudge = _mm512_set1_epi64(std::int64_t(1) << 30);
+    const __m512i even = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(acc, c.multiplier), nudge), 31);
+    const __m512i odd =
+        _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), _mm512_srli_epi64(c.multiplier, 32)), nudge), 31);
+    const __m512i high = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    // The rounding shift right: up when the remainder exceeds half (half itself up for a
+    // negative value).
+    const __m512i threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32(high, 31));
+    __m512i v = _mm512_srav_epi32(high, c.right);
+    v = _mm512_mask_add_epi32(v, _mm512_cmpgt_epi32_mask(_mm512_and_si512(high, c.mask), threshold), v, _mm512_set1_epi32(1));
+    v = _mm512_add_epi32(v, _mm512_set1_epi32(q_.out_zero));
+    v = _mm512_min_epi32(_mm512_max_epi32(v, _mm512_set1_epi32(q_.lo)), _mm512_set1_epi32(q_.hi));
+    _mm512_mask_cvtepi32_storeu_epi8(y + n, c.valid, v);
+  }
+
+  std::size_t in_, out_, k4_, blocks_;
+  requant q_;
+  bool vector_requant_ = true;
+  std::vector<std::int8_t> packed_;                      // [blocks][k4][16][4]
+  std::vector<std::int32_t> bias_, multiplier_, shift_;  // per column, padded to blocks * 16
+};
+
+#else
+
+template <> class linear_kernel<cpu> : public linear_kernel<reference> {
+ public:
+  using linear_kernel<reference>::linear_kernel;
+};
+
+#endif
+
+}  // namespace ctflow::embedded::int8_detail
