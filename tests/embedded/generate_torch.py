@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Writes ONNX models exported by PyTorch itself (torch.onnx.export, the TorchScript exporter,
+opset 17), which the import tests convert with ctflow-import (tests/embedded/data/).
+
+Run with torch, onnx and numpy from PyPI, from the repository root:
+    python3 tests/embedded/generate_torch.py
+CI does not run it: the tests read the committed files. <name>.onnx and
+<name>.safetensors: x (the test inputs, channels first) and y (PyTorch's outputs for them, in
+eval mode):
+  torch_cnn  [N, 1, 28, 28]: Conv2d (padding 1) + BatchNorm2d (the exporter folds it into the
+             Conv) + ReLU, MaxPool2d, a depthwise Conv2d (groups 8, multiplier 2) + ReLU6 (Clip with
+             Constant bounds), AvgPool2d, a strided Conv2d without bias + Hardtanh(0, 6), Flatten,
+             Linear + Sigmoid, Dropout, Linear, Softmax.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "keras"))
+from safetensors_np import write_safetensors  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def cnn():
+    bn = torch.nn.BatchNorm2d(8)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.2, 0.2)
+        bn.running_var.uniform_(0.5, 1.5)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.1, 0.1)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1), bn, torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 16, 3, groups=8), torch.nn.ReLU6(), torch.nn.AvgPool2d(2),
+        torch.nn.Conv2d(16, 12, 3, stride=2, bias=False), torch.nn.Hardtanh(0.0, 6.0),
+        torch.nn.Flatten(), torch.nn.Linear(12 * 2 * 2, 32), torch.nn.Sigmoid(), torch.nn.Dropout(0.25),
+        torch.nn.Linear(32, 10), torch.nn.Softmax(dim=1))
+
+
+def write(name, model, x):
+    model.eval()
+    path = os.path.join(DATA, name + ".onnx")
+    torch.onnx.export(model, (torch.from_numpy(x),), path, dynamo=False, opset_version=17, input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": {0: "n"}, "output": {0: "n"}})
+    onnx.checker.check_model(onnx.load(path))
+    with torch.no_grad():
+        y = model(torch.from_numpy(x)).numpy()
+    write_safetensors(os.path.join(DATA, name + ".safetensors"), {"x": x, "y": y},
+                      {"model": name, "torch": torch.__version__, "onnx": onnx.__version__})
+
+
+def main():
+    torch.manual_seed(7)
+    r = np.random.default_rng(9)
+    write("torch_cnn", cnn(), r.uniform(0, 1, size=(4, 1, 28, 28)).astype("float32"))
+
+
+if __name__ == "__main__":
+    main()
