@@ -118,13 +118,16 @@ template <> class linear_kernel<cpu> {
  private:
   static constexpr std::size_t chunk = 256;  // rows of A gathered at a time (in cache)
 
-  // y's rows [0, rows), split among the cpu device's threads (where each has a few hundred
-  // thousand products at least), a chunk of rows of A at a time: rows(begin) gives the writer of
-  // the u8 inputs of the rows from `begin` on, one row a call, which returns where the row's
+  // y's rows [0, rows), split among the cpu device's threads where each range gets task_work's
+  // worth (a row's work: its products over 16, as vpdpbusd does 64 at a time, and its outputs'
+  // requantization; the CNN's layers at batch 1 ran slower on two threads than on one when every
+  // product counted as an element), a chunk of rows of A at a time: rows(begin) gives the writer
+  // of the u8 inputs of the rows from `begin` on, one row a call, which returns where the row's
   // inputs end (the rest of the row, to k4 * 4, is zeros).
   template <class F> void rows_of(std::size_t rows, std::int8_t* y, F&& writer_from) const {
     const std::size_t lda = k4_ * 4;
-    backend::cpu::parallel_for_scratch<std::uint8_t>(rows, backend::cpu::grain_for(lda * blocks_ * 16), 4, chunk * lda + slack,
+    const std::size_t row_work = lda * blocks_ + blocks_ * 16;
+    backend::cpu::parallel_for_scratch<std::uint8_t>(rows, backend::cpu::grain_for(row_work), 4, chunk * lda + slack,
                                                      [&](std::size_t begin, std::size_t end, std::uint8_t* a) {
       auto write = writer_from(begin);
       for (std::size_t r0 = begin; r0 < end; r0 += chunk) {
