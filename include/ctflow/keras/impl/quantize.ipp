@@ -263,7 +263,7 @@ struct runner {
   }
 
   /// Runs the network on n examples x at once (each layer over all of them: its products one
-  /// GEMM of n times the rows); the output in fx, n * per_example() floats.
+  /// GEMM of n times the rows); the output in fx, n examples' outputs one after another.
   void run(const float* x, std::size_t n) {
     dims.assign(m.input.begin(), m.input.end());  // (the buffers keep their memory: no allocation once warm)
     const auto size = [&] {

@@ -135,7 +135,7 @@ template <> class linear_kernel<cpu> {
         for (std::size_t r = 0; r < m; ++r) {
           std::uint8_t* row = a + r * lda;
           std::uint8_t* past = write(row);
-          if (past != row + lda) fill(past, std::size_t(row + lda - past), 0);
+          if (past != row + lda) splat(past, std::size_t(row + lda - past), 0);
         }
         gemm(a, m, y + r0 * out_);
       }
@@ -144,7 +144,8 @@ template <> class linear_kernel<cpu> {
 
   // copy and splat write whole 16- or 64-byte vectors, past n by up to 63 bytes: their source
   // and destination buffers end in `slack` bytes more, and a row's runs are written in order
-  // (each one over the previous one's overshoot; the row's tail is zeroed last).
+  // (each one over the previous one's overshoot; the row's tail is zeroed last, its overshoot
+  // into the next row, written after it, or the slack).
   static constexpr std::size_t slack = 64;
   // to[0, n) = from[0, n).
   static void copy(const std::uint8_t* from, std::uint8_t* to, std::size_t n) {
@@ -171,11 +172,6 @@ template <> class linear_kernel<cpu> {
       const __mmask64 mask = (~__mmask64(0)) >> (64 - n);
       _mm512_mask_storeu_epi8(to, mask, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, from), top));
     }
-  }
-  static void fill(std::uint8_t* to, std::size_t n, std::uint8_t v) {
-    const __m512i all = _mm512_set1_epi8(char(v));
-    for (; n >= 64; n -= 64, to += 64) _mm512_storeu_si512(to, all);
-    if (n) _mm512_mask_storeu_epi8(to, (~__mmask64(0)) >> (64 - n), all);
   }
 
   // y [m, out] from the u8 rows a [m, k4 * 4]: blocks of up to 4 x 16 columns, 4 rows at a time
