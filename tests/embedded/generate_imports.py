@@ -3,7 +3,7 @@
 
 Run with TensorFlow 2 / Keras 3 from PyPI (pip install tensorflow-cpu h5py), from the repository
 root:
-    python3 tests/embedded/generate_imports.py
+    python3 tests/embedded/generate_imports.py [name ...]     (none given: every model)
 CI does not run it: the tests read the committed files.
 
 For each model: <name>.keras (model.save), <name>.h5 (Keras's legacy HDF5 format, model config and
@@ -14,7 +14,10 @@ gammas positive, so that every weight shows in the outputs.
                Conv2D (same, strided, dilated), BatchNormalization without its scale,
                DepthwiseConv2D, the poolings, ReLU, Activation, Dropout, Reshape, Softmax, Dense;
   chain        a functional model whose layers form a chain (Input, Conv2D, BatchNormalization
-               without its center, Activation, GlobalAveragePooling2D, Dense with softmax).
+               without its center, Activation, GlobalAveragePooling2D, Dense with softmax);
+  branches     a functional model of branches: a residual sum (Add) over a Conv2D's output,
+               two branches joined by Concatenate, Multiply, Subtract, Maximum, Minimum and
+               Average of them, both global poolings concatenated, Dropout, Dense with softmax.
 """
 import os
 import sys
@@ -62,6 +65,23 @@ def chain():
     return keras.Model(inputs, outputs)
 
 
+def branches():
+    inputs = keras.Input((8, 8, 3))
+    x = layers.Conv2D(6, 3, padding="same", activation="relu")(inputs)
+    y = layers.Conv2D(6, 3, padding="same")(x)
+    y = layers.BatchNormalization()(y)
+    s = layers.ReLU()(layers.Add()([x, y]))
+    a = layers.Conv2D(4, 1, activation="sigmoid")(s)
+    b = layers.Conv2D(4, 1)(layers.DepthwiseConv2D(3, padding="same")(s))
+    p = layers.Multiply()([a, b])
+    q = layers.Subtract()([b, p])
+    r = layers.Minimum()([layers.Maximum()([p, q]), a])
+    c = layers.Concatenate()([a, layers.Average()([p, q, r])])
+    pooled = layers.Concatenate(axis=1)([layers.GlobalAveragePooling2D()(c), layers.GlobalMaxPooling2D()(c)])
+    outputs = layers.Dense(3, activation="softmax")(layers.Dropout(0.2)(pooled))
+    return keras.Model(inputs, outputs)
+
+
 def write(name, model, x):
     r = np.random.default_rng(7)
     for w in model.weights:
@@ -77,11 +97,14 @@ def write(name, model, x):
     write_safetensors(os.path.join(DATA, name + ".safetensors"), {"x": x, "y": y}, {"model": name, "keras": keras.__version__})
 
 
-def main():
+def main(names):
     r = np.random.default_rng(3)
-    write("conv_zoo", conv_zoo(), r.uniform(0, 4, size=(4, 12, 10, 3)).astype("float32"))
-    write("chain", chain(), r.uniform(-1, 1, size=(3, 8, 8, 2)).astype("float32"))
+    models = [("conv_zoo", conv_zoo, r.uniform(0, 4, size=(4, 12, 10, 3))), ("chain", chain, r.uniform(-1, 1, size=(3, 8, 8, 2))),
+              ("branches", branches, r.uniform(-1, 1, size=(3, 8, 8, 3)))]
+    for name, model, x in models:
+        if not names or name in names:
+            write(name, model(), x.astype("float32"))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -19,8 +19,8 @@ outputs for them).
   onnx_gap   [N, 3, 9, 9]: a strided Conv of auto_pad SAME_UPPER, Elu, a 1x1 Conv, MaxPool of
              TensorFlow's SAME pads, GlobalAveragePool, BatchNormalization, Flatten, Gemm, LogSoftmax;
   onnx_mlp   [N, 2, 3, 4]: Reshape to [N, -1], MatMul + Add, Relu, Gemm (transB), Softmax.
-And the graphs ctflow-import refuses: refused_lstm.onnx (an LSTM node), refused_residual.onnx (an
-Add of two branches), refused_opset9.onnx (opset 9) and refused_truncated.onnx (onnx_cnn's first
+And the graphs ctflow-import refuses: refused_lstm.onnx (an LSTM node), refused_extents.onnx (an
+Add of two branches of different extents), refused_opset9.onnx (opset 9) and refused_truncated.onnx (onnx_cnn's first
 half).
 """
 import os
@@ -124,11 +124,11 @@ def refused():
     g = Graph("refused_lstm", [5, 3])
     g.node("LSTM", g.weight(1, 8, 3), g.weight(1, 8, 2), hidden_size=2)
     yield "refused_lstm", g.model(["s", 1, "b", 2])
-    g = Graph("refused_residual", [2, 4, 4])
-    conv = g.node("Conv", g.weight(2, 2, 1, 1))
+    g = Graph("refused_extents", [2, 4, 4])
+    g.node("Conv", g.weight(2, 2, 1, 1), strides=[2, 2])
     g.node("Relu")
-    g.node("Add", conv)
-    yield "refused_residual", g.model(["batch", 2, 4, 4])
+    g.node("Add", "input")
+    yield "refused_extents", g.model(["batch", 2, 2, 2])
     g = Graph("refused_opset9", [4])
     g.node("Gemm", g.weight(4, 2), g.weight(2))
     yield "refused_opset9", g.model(["batch", 2], opset=9)

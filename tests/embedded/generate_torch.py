@@ -10,7 +10,12 @@ eval mode):
   torch_cnn  [N, 1, 28, 28]: Conv2d (padding 1) + BatchNorm2d (the exporter folds it into the
              Conv) + ReLU, MaxPool2d, a depthwise Conv2d (groups 8, multiplier 2) + ReLU6 (Clip with
              Constant bounds), AvgPool2d, a strided Conv2d without bias + Hardtanh(0, 6), Flatten,
-             Linear + Sigmoid, Dropout, Linear, Softmax.
+             Linear + Sigmoid, Dropout, Linear, Softmax;
+  torch_resnet  [N, 1, 16, 16]: a ResNet's stem (Conv2d + BatchNorm2d + ReLU, MaxPool2d), a basic
+             block (two Conv2d + BatchNorm2d, the sum with its input: Add, ReLU), a downsampling
+             block (a strided Conv2d and a strided 1x1 shortcut, Add), two branches joined by
+             torch.cat over the channels (Concat), SiLU (Sigmoid and a Mul of two tensors), the
+             difference of two branches (Sub), AdaptiveAvgPool2d(1), Flatten, Linear.
 """
 import os
 import sys
@@ -40,6 +45,37 @@ def cnn():
         torch.nn.Linear(32, 10), torch.nn.Softmax(dim=1))
 
 
+def conv_bn(cin, cout, k, stride=1):
+    bn = torch.nn.BatchNorm2d(cout)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.2, 0.2)
+        bn.running_var.uniform_(0.5, 1.5)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.1, 0.1)
+    return torch.nn.Sequential(torch.nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False), bn)
+
+
+class ResNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(conv_bn(1, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+        self.block1 = torch.nn.Sequential(conv_bn(8, 8, 3), torch.nn.ReLU(), conv_bn(8, 8, 3))
+        self.block2 = torch.nn.Sequential(conv_bn(8, 16, 3, stride=2), torch.nn.ReLU(), conv_bn(16, 16, 3))
+        self.shortcut = conv_bn(8, 16, 1, stride=2)
+        self.narrow = torch.nn.Conv2d(16, 6, 1)
+        self.wide = torch.nn.Conv2d(16, 10, 3, padding=1)
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.relu(self.block1(x) + x)
+        x = torch.relu(self.block2(x) + self.shortcut(x))
+        x = torch.cat([self.narrow(x), self.wide(x)], dim=1)
+        x = torch.nn.functional.silu(x) - x * 0.25
+        x = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return self.head(x)
+
+
 def write(name, model, x):
     model.eval()
     path = os.path.join(DATA, name + ".onnx")
@@ -56,6 +92,7 @@ def main():
     torch.manual_seed(7)
     r = np.random.default_rng(9)
     write("torch_cnn", cnn(), r.uniform(0, 1, size=(4, 1, 28, 28)).astype("float32"))
+    write("torch_resnet", ResNet(), r.uniform(0, 1, size=(3, 1, 16, 16)).astype("float32"))
 
 
 if __name__ == "__main__":

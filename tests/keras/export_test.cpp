@@ -285,6 +285,37 @@ TEST_CASE("import_header, ONNX: pads made SAME or ZeroPadding2D, scalars made on
   CHECK(m.layers[5].weights[1].values == std::vector<double>{3.0, 3.0, 3.0});
 }
 
+TEST_CASE("import_header, ONNX: branches joined by Add, Mul and Concat, an activation fused only where nothing else reads its layer") {
+  onnx_graph g;
+  g.input({-1, 2, 4, 4});
+  g.init("w", {2, 2, 1, 1});
+  g.node("Conv", {"x", "w"}, "conv");
+  g.node("Relu", {"conv"}, "relu");          // conv is read again by sum: a layer of its own
+  g.node("Add", {"relu", "conv"}, "sum");    // layer 3
+  g.node("Conv", {"sum", "w"}, "conv2");     // 4
+  g.node("Sigmoid", {"conv2"}, "gate");      // fused into conv2: nothing else reads it
+  g.node("Mul", {"gate", "x"}, "gated");     // 5: reads the input
+  g.node("Concat", {"gated", "sum"}, "rows", {{"axis", {2}}});  // ONNX's H: the network's axis 1
+  g.node("Concat", {"rows", "rows"}, "both", {{"axis", {-3}}});  // the channels: the last axis
+  g.output("both");
+  const auto m = import_onnx(g);
+  CHECK(kinds(m) == "Conv2D Activation(relu) Add Conv2D(sigmoid) Multiply Concatenate Concatenate");
+  using inputs = std::vector<std::size_t>;
+  CHECK(m.layers[1].inputs == inputs{1});
+  CHECK(m.layers[2].inputs == inputs{2, 1});
+  CHECK(m.layers[4].inputs == inputs{4, 0});
+  CHECK(m.layers[5].inputs == inputs{5, 3});
+  CHECK(m.layers[5].axis == 1);
+  CHECK(m.layers[6].inputs == inputs{6, 6});
+  CHECK(m.layers[6].axis == -1);
+  CHECK(m.channels_first_output == std::vector<std::size_t>{4, 8, 4});
+  // The header: a Model whose nodes name what they read.
+  const std::string h = keras::detail::embedded_header_text(m, {});
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::Model<"));
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Add, 2, 1>"));
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Concatenate<1>, 5, 3>"));
+}
+
 TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming the node and what it has") {
   const auto refused = [](const onnx_graph& g, const std::string& message, std::uint64_t opset = 17) {
     INFO(message);
@@ -332,12 +363,33 @@ TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming 
   {
     onnx_graph g;
     g.input({-1, 4});
-    g.init("lo", {}, {-1.f});
-    g.init("hi", {}, {1.f});
     g.node("Relu", {"x"}, "y");
-    g.node("Sigmoid", {"x"}, "z");  // reads the input, not y
+    g.node("Sigmoid", {"w"}, "z");  // no node gives w
     g.output("z");
-    refused(g, "node z (Sigmoid) does not read the node before it alone (y): only a chain of nodes is imported");
+    refused(g, "node z (Sigmoid) reads w, which neither the graph's input nor a node before it gives");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 4});
+    g.node("Relu", {"x"}, "y");
+    g.node("Div", {"x", "y"}, "z");
+    g.output("z");
+    refused(g, "node z (Div) reads 2 tensors of the graph: it takes one, first");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 2, 4, 4});
+    g.node("MaxPool", {"x"}, "pool", {{"kernel_shape", {2, 2}}, {"strides", {2, 2}}});
+    g.node("Concat", {"x", "pool"}, "joined", {{"axis", {1}}});
+    g.output("joined");
+    refused(g, "node joined (Concat) reads tensors of extents 2 4 4 and 2 2 2: they must agree off the joined axis");
+  }
+  {
+    onnx_graph g;
+    g.input({-1, 2, 4, 4});
+    g.node("Concat", {"x", "x"}, "joined", {{"axis", {0}}});
+    g.output("joined");
+    refused(g, "node joined (Concat) joins along axis 0: the importer joins an axis other than the batch");
   }
   {
     onnx_graph g;
@@ -361,7 +413,7 @@ TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming 
     g.input({-1, 4});
     g.node("Relu", {"x"}, "y");
     g.output("x");
-    refused(g, "the graph's output x is not the end of its chain of nodes (y)");
+    refused(g, "the graph's output x is not the last node's that adds a layer: the network's output is its last layer's");
   }
   // A damaged file: every length checked against what remains.
   onnx_graph g;

@@ -11,7 +11,8 @@
 
 using namespace ctflow;
 namespace activations = keras::activations;
-using embedded::detail::slot;
+using embedded::in_input;
+using embedded::in_output;
 
 namespace weights {
 alignas(64) inline constexpr float k1[3 * 3 * 2 * 4] = {0.1f,  -0.2f, 0.3f,  0.4f,  -0.5f, 0.6f,  0.7f, -0.8f, 0.9f, 0.1f,  0.2f, -0.3f,
@@ -53,7 +54,7 @@ TEST_CASE("embedded: the arena: each layer's input and output at the arena's two
                                    embedded::Conv2D<4, conv3, activations::relu, weights::k1, weights::b1>, embedded::MaxPooling2D<pool2>,
                                    embedded::Flatten, embedded::Dense<5, activations::linear, weights::k2, weights::b2>,
                                    embedded::Activation<activations::softmax>>;
-  static_assert(Net::slots == std::array{slot::input, slot::low, slot::high, slot::low, slot::low, slot::high, slot::output});
+  static_assert(Net::offsets == std::array<std::size_t, 7>{in_input, 0, 320, 0, 0, 320 + 256 - 64, in_output});
   // Activations, each 64-byte aligned: 288 B (the input), 288 -> 320 (rescaled), 256 (conv
   // [1,4,4,4]), 64 (pooled), 64, 20 -> 64; the largest pair the rescaled input and the conv's.
   static_assert(Net::activation_bytes == 320 + 256);
@@ -81,7 +82,7 @@ TEST_CASE("embedded: an element-wise layer writes over its input, and views and 
   using Net = embedded::Sequential<embedded::Input<float, Shape<2, 6, 6, 2>>, embedded::Conv2D<4, conv3, activations::linear, weights::k1>,
                                    embedded::BatchNormalization<1e-3, weights::gamma, weights::beta, weights::mean, weights::variance>,
                                    embedded::Activation<activations::tanh>, embedded::Flatten>;
-  static_assert(Net::slots == std::array{slot::input, slot::output, slot::output, slot::output, slot::output});
+  static_assert(Net::offsets == std::array{in_input, in_output, in_output, in_output, in_output});
   static_assert(Net::arena_bytes == 0);
   const auto x = input<Shape<2, 6, 6, 2>>(2);
   std::vector<float> y(2 * 64);
@@ -127,5 +128,61 @@ TEST_CASE("embedded: the network's arena or the caller's, and views of device me
   for (int i = 0; i < 5; ++i) {
     CHECK(own[i] == given[i]);
     CHECK(own[i] == out(0, i));
+  }
+}
+
+TEST_CASE("embedded: a Model of nodes: a residual sum, a concatenation, each activation kept until its last reader") {
+  constexpr embedded::window same3{.kh = 3, .kw = 3, .padding = nn::SAME};
+  // 1 conv; 2 batch norm (memory of its own: 1 is read again by 4 and 6); 3 tanh and 4 the sum
+  // over 2; 5 the depthwise conv; 6 its channels and 1's; 7 pooled; 8 squared over 7, the output.
+  using Net = embedded::Model<embedded::Input<float, Shape<1, 6, 6, 2>>, embedded::Node<embedded::Conv2D<4, same3, activations::relu, weights::k1, weights::b1>, 0>,
+                              embedded::Node<embedded::BatchNormalization<1e-3, weights::gamma, weights::beta, weights::mean, weights::variance>, 1>,
+                              embedded::Node<embedded::Activation<activations::tanh>, 2>, embedded::Node<embedded::Add, 3, 1>,
+                              embedded::Node<embedded::DepthwiseConv2D<2, same3, activations::linear, weights::dw>, 4>,
+                              embedded::Node<embedded::Concatenate<-1>, 5, 1>, embedded::Node<embedded::GlobalAveragePooling2D, 6>,
+                              embedded::Node<embedded::Multiply, 7, 7>>;
+  static_assert(std::is_same_v<Net::output_shape, Shape<1, 12>>);
+  // Activations of 576 B (1 to 4), 1152 (5), 1728 (6): 1, 5 and 6 live together; 2 at the
+  // arena's top, away from 1; 5 after 1; 6 at the top, away from 5, where 2 was.
+  static_assert(Net::offsets == std::array<std::size_t, 9>{in_input, 0, 2880, 2880, 2880, 576, 1728, in_output, in_output});
+  static_assert(Net::activation_bytes == 576 + 1152 + 1728);
+  static_assert(Net::count_params() == 72 + 4 + 16 + 72);
+
+  const auto x = input<Shape<1, 6, 6, 2>>(5);
+  float y[12];
+  Net::predict(x.data(), y);
+  const TensorView<const float, Shape<3, 3, 2, 4>, reference> k1(weights::k1);
+  const TensorView<const float, Shape<4>, reference> b1(weights::b1), g(weights::gamma), b(weights::beta), m(weights::mean), v(weights::variance);
+  const TensorView<const float, Shape<3, 3, 4, 2>, reference> f(weights::dw);
+  const Tensor<float, Shape<1, 6, 6, 4>, reference> c1 = relu(nn::conv2d<nn::SAME>(x, k1) + b1);
+  const Tensor<float, Shape<1, 6, 6, 4>, reference> sum = tanh(nn::batch_normalization(c1, m, v, b, g, 1e-3)) + c1;
+  const Tensor<float, Shape<1, 6, 6, 8>, reference> d = nn::depthwise_conv2d<nn::SAME, 1, 1>(sum, f);
+  const Tensor<float, Shape<1, 6, 6, 12>, reference> joined = concat<-1>(d, c1);
+  const Tensor<float, Shape<1, 12>, reference> pooled = nn::global_avg_pool2d(joined);
+  const Tensor<float, Shape<1, 12>, reference> expected = pooled * pooled;
+  for (int i = 0; i < 12; ++i) CHECK(y[i] == expected(0, i));
+}
+
+TEST_CASE("embedded: merges broadcast as Keras's do, fold from the left, and leave the network's input unwritten") {
+  // 1 the pooled [1, 2]; 2 the input less it (broadcast: memory of its own, the input is the
+  // caller's); 3 and 4 the extremes over 2 (in place); 5 the mean of 4, 2 and the input.
+  using Net = embedded::Model<embedded::Input<float, Shape<1, 3, 4, 2>>, embedded::Node<embedded::GlobalAveragePooling2D, 0>,
+                              embedded::Node<embedded::Subtract, 0, 1>, embedded::Node<embedded::Maximum, 2, 0>, embedded::Node<embedded::Minimum, 3, 1>,
+                              embedded::Node<embedded::Average, 4, 2, 0>>;
+  static_assert(std::is_same_v<Net::output_shape, Shape<1, 3, 4, 2>>);
+  // 2's memory is read by 5 through 2 itself after 3 and 4 would write it: 3 takes memory of its own.
+  static_assert(Net::offsets[2] != Net::offsets[3]);
+  static_assert(Net::offsets[3] == Net::offsets[4]);
+  const auto x = input<Shape<1, 3, 4, 2>>(6, -2, 2);
+  const Tensor<float, Shape<1, 3, 4, 2>, reference> before = x;
+  float y[24];
+  Net::predict(x.data(), y);
+  const Tensor<float, Shape<1, 2>, reference> p = nn::global_avg_pool2d(x);
+  const Tensor<float, Shape<1, 3, 4, 2>, reference> sub = x - p;
+  const Tensor<float, Shape<1, 3, 4, 2>, reference> low = minimum(maximum(sub, x), p);
+  const Tensor<float, Shape<1, 3, 4, 2>, reference> expected = (low + sub + x) / 3.f;
+  for (int i = 0; i < 24; ++i) {
+    CHECK(y[i] == expected.data()[i]);
+    CHECK(x.data()[i] == before.data()[i]);
   }
 }

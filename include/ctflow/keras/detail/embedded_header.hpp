@@ -32,8 +32,10 @@ namespace detail {
 /// "BatchNormalization", "Activation"; int8: "Quantize", "Dequantize", "QuantizedDense",
 /// "QuantizedConv2D", "QuantizedDepthwiseConv2D", "QuantizedMaxPooling2D",
 /// "QuantizedAveragePooling2D", "QuantizedGlobalAveragePooling2D", "Lookup",
-/// "QuantizedZeroPadding2D"), the Keras layer's name (its arrays are named after it), what its
-/// class reads of its structure, and its weights in the order the class takes them.
+/// "QuantizedZeroPadding2D"; merges of two inputs or more: "Add", "Subtract", "Multiply",
+/// "Average", "Maximum", "Minimum", "Concatenate"), the Keras layer's name (its arrays are named
+/// after it), the activations it reads (none given: the layer before it's), what its class reads
+/// of its structure, and its weights in the order the class takes them.
 struct embedded_layer {
   struct weight {
     std::string name;  // Keras's: "kernel", "bias", "gamma", ...
@@ -42,6 +44,10 @@ struct embedded_layer {
     std::string type = "";  // its C++ element type: "" the model's dtype, or "std::int8_t", "std::int32_t"
   };
   std::string kind, name;
+  /// The activations it reads: 0 the network's input, k the output of the network's layer k - 1
+  /// (empty: the layer before it, or the input for the first).
+  std::vector<std::size_t> inputs;
+  int axis = -1;  // Concatenate's, the batch axis 0
   std::size_t units = 0;  // Dense's units, Conv2D's filters, DepthwiseConv2D's depth multiplier
   std::size_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;  // a window
   std::string padding = "valid";  // "valid" or "same", as Keras's layers take it

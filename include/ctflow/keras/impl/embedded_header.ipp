@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ctflow/core/errors.hpp>
 #include <ctflow/detail/file.hpp>
@@ -89,10 +91,31 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
   if (m.dtype != "float" && m.dtype != "double") throw value_error(m.what + ": a model of float32 or float64 weights, not " + m.dtype);
   const std::string& type = m.dtype;
 
-  std::string weights, layers;
+  // The header's nodes: each layer's spec and the header's activations it reads (0: the input;
+  // k: node k's output). A softmax split from its layer is a node of its own, so that the
+  // header's activation of model layer i's output is out[i + 1].
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> nodes;
+  std::vector<std::size_t> out{0};
+  std::string weights;
   std::size_t params = 0;
-  const auto layer = [&](const std::string& text) { layers += ",\n    " + text; };
+  const embedded_layer* current = nullptr;
+  bool split_node = false;  // the node of a split softmax, which reads its layer's
+  const auto layer = [&](const std::string& text) {
+    std::vector<std::size_t> from;
+    if (split_node) from = {nodes.size()};
+    else if (current->inputs.empty()) from = {out.back()};
+    else
+      for (std::size_t i : current->inputs) {
+        if (i >= out.size()) throw value_error(m.what + ": layer " + current->name + " (" + current->kind + ") reads activation " + n(i) + ", not one before it");
+        from.push_back(out[i]);
+      }
+    nodes.emplace_back(text, std::move(from));
+  };
   for (const auto& l : m.layers) {
+    current = &l;
+    const bool merge = l.kind == "Add" || l.kind == "Subtract" || l.kind == "Multiply" || l.kind == "Average" || l.kind == "Maximum" || l.kind == "Minimum" ||
+                       l.kind == "Concatenate";
+    if (merge != (l.inputs.size() > 1)) refuse(l, merge ? "reads one activation: a merge reads two or more" : "reads " + n(l.inputs.size()) + " activations: it takes one");
     // Its arrays, named after the layer and the weight, listed in the order the class takes them.
     std::string args;
     for (const auto& w : l.weights) {
@@ -137,8 +160,29 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
     else if (l.kind == "Lookup") layer("ctflow::embedded::Lookup<" + args.substr(2) + ">");
     else if (l.kind == "QuantizedZeroPadding2D")
       layer("ctflow::embedded::QuantizedZeroPadding2D<" + n(l.pads[0]) + ", " + n(l.pads[1]) + ", " + n(l.pads[2]) + ", " + n(l.pads[3]) + ", " + std::to_string(l.out_zero) + ">");
+    else if (l.kind == "Concatenate") layer("ctflow::embedded::Concatenate<" + std::to_string(l.axis) + ">");
+    else if (merge) layer("ctflow::embedded::" + l.kind);
     else refuse(l, "has no embedded form");
-    if (split) layer("ctflow::embedded::Activation<" + activation(l.activation) + ">");
+    if (split) {
+      split_node = true;
+      layer("ctflow::embedded::Activation<" + activation(l.activation) + ">");
+      split_node = false;
+    }
+    out.push_back(nodes.size());
+  }
+  // A chain is a Sequential; any other graph a Model of nodes.
+  bool chain = true;
+  for (std::size_t k = 0; k < nodes.size(); ++k) chain = chain && nodes[k].second == std::vector<std::size_t>{k};
+  std::string layers;
+  for (const auto& [spec, from] : nodes) {
+    layers += ",\n    ";
+    if (chain) {
+      layers += spec;
+      continue;
+    }
+    layers += "ctflow::embedded::Node<" + spec;
+    for (std::size_t f : from) layers += ", " + n(f);
+    layers += ">";
   }
 
   std::string input = n(o.batch);
@@ -152,7 +196,8 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
                   " parameters) for inference, written by " + m.what + ".\n#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <limits>\n\n"
                   "#include <ctflow/embedded.hpp>\n#include <" + backend_header(o.device) + ">\n\nnamespace " + ns +
                   " {\n\nnamespace weights {\n" + weights + "}  // namespace weights\n\n";
-  h += "/// The network: its input [" + input + "], its layers.\nusing model = ctflow::embedded::Sequential<\n    ctflow::embedded::Input<" + type +
+  h += "/// The network: its input [" + input + "], its layers" + (chain ? "" : " (each a node: its layer and the activations it reads, 0 the input, k node k's output)") +
+       ".\nusing model = ctflow::embedded::" + (chain ? "Sequential" : "Model") + "<\n    ctflow::embedded::Input<" + type +
        ", ctflow::Shape<" + input + ">>" + layers + ">;\n/// The device predict runs on.\nusing device = ctflow::" + o.device + ";\n\n";
   h += "/// Runs the network on x (model::input_shape, row-major) into y (model::output_shape), in\n/// model::arena_bytes of static memory.\n"
        "inline void predict(const " + type + "* x, " + type + "* y) { model::predict<device>(x, y); }\n";

@@ -223,6 +223,11 @@ inline bool layer_of(const std::string& file, const json& layer, const std::stri
     const json& axis = layer["config"].contains("axis") ? layer["config"]["axis"] : json(-1);
     if (!(axis == json(-1) || axis == json::array({-1}))) refuse("is over axis " + axis.dump() + ": the embedded softmax is over the last");
     e.kind = "Activation", e.activation = "softmax";
+  } else if (cls == "Add" || cls == "Subtract" || cls == "Multiply" || cls == "Average" || cls == "Maximum" || cls == "Minimum") {
+    // A merge: the activations it reads are the model's (read_model).
+  } else if (cls == "Concatenate") {
+    e.axis = field<int>(file, layer, "axis", -1);
+    if (e.axis == 0) refuse("joins along the batch axis: the embedded Concatenate joins another");
   } else if (cls == "Dropout" || cls == "SpatialDropout2D" || cls == "GaussianNoise" || cls == "GaussianDropout") {
     return false;  // the identity in inference
   } else {
@@ -231,8 +236,8 @@ inline bool layer_of(const std::string& file, const json& layer, const std::stri
   return true;
 }
 
-/// The layer a functional layer's call reads, from its inbound_nodes (Keras 3's keras_history, or
-/// tf.keras's [[name, node, tensor, kwargs]]); empty where it reads none, "" more than one.
+/// The layers a functional layer's call reads, in order, from its inbound_nodes (Keras 3's
+/// keras_history, or tf.keras's [[name, node, tensor, kwargs]]).
 inline std::vector<std::string> inputs_of(const json& layer) {
   std::vector<std::string> from;
   const auto walk = [&](const auto& self, const json& v) -> void {
@@ -319,26 +324,54 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   for (const auto& l : layers) classes.push_back(l["class_name"].get<std::string>());
   const auto keys = layer_keys(classes, [](const std::string& c) -> const std::string& { return c; });
   const weight_reader reader{*h5, legacy};
-  std::string previous;
+  // The activation each layer's output is (0 the input; k the output of the network's layer
+  // k - 1): a functional layer reads those of the layers its call names, a Sequential's the one
+  // before it; a layer that is nothing in inference (Dropout) is its input's.
+  std::map<std::string, std::size_t> activation_of;
+  std::size_t previous = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const json& l = layers[i];
     const std::string layer_name = l["config"].value("name", keys[i]);
+    const std::string layer_class = l["class_name"].get<std::string>();
+    std::vector<std::size_t> from{previous};
     if (cls != "Sequential") {
-      // A functional model whose layers form a chain: each reads the one before it.
-      const auto from = inputs_of(l);
-      if (l["class_name"] == "InputLayer") {
-        if (i != 0) fail(name, "layer " + layer_name + ": a second input: only a chain of layers is imported");
-      } else if (from.size() != 1 || from[0] != previous) {
-        fail(name, "layer " + layer_name + " (" + l["class_name"].get<std::string>() + ") does not read the layer before it (" + previous +
-                       "): only a chain of layers is imported");
+      if (layer_class == "InputLayer") {
+        if (!activation_of.empty()) fail(name, "layer " + layer_name + ": a second input: the importer takes models of one input");
+        activation_of[layer_name] = 0;
+        continue;
       }
-      previous = layer_name;
+      from.clear();
+      for (const auto& f : inputs_of(l)) {
+        const auto it = activation_of.find(f);
+        if (it == activation_of.end()) fail(name, "layer " + layer_name + " (" + layer_class + ") reads " + f + ", which is not a layer before it");
+        from.push_back(it->second);
+      }
+      if (from.empty()) fail(name, "layer " + layer_name + " (" + layer_class + ") reads no layer");
     }
-    if (l["class_name"] == "InputLayer") continue;
-    if (l["class_name"] == "Sequential" || l["class_name"] == "Functional" || l["class_name"] == "Model")
+    if (layer_class == "InputLayer") continue;
+    if (layer_class == "Sequential" || layer_class == "Functional" || layer_class == "Model")
       fail(name, "layer " + layer_name + " is a model of its own: nested models are not imported");
     embedded_layer e;
-    if (layer_of(name, l, keys[i], reader, e)) m.layers.push_back(std::move(e));
+    if (!layer_of(name, l, keys[i], reader, e)) {
+      previous = activation_of[layer_name] = from[0];
+      continue;
+    }
+    e.inputs = from;
+    m.layers.push_back(std::move(e));
+    previous = activation_of[layer_name] = m.layers.size();
+  }
+  if (cls != "Sequential") {
+    // One output, the last layer's: the network's output is its last layer's.
+    const json& outputs = config["config"].contains("output_layers") ? config["config"]["output_layers"] : json();
+    std::vector<std::string> names;
+    if (outputs.is_array() && outputs.size() == 3 && outputs[0].is_string()) names.push_back(outputs[0].get<std::string>());
+    else if (outputs.is_array())
+      for (const auto& o : outputs)
+        if (o.is_array() && !o.empty() && o[0].is_string()) names.push_back(o[0].get<std::string>());
+    if (names.size() != 1) fail(name, "the model has " + std::to_string(names.size()) + " outputs: the importer takes models of one");
+    const auto it = activation_of.find(names[0]);
+    if (it == activation_of.end() || it->second != m.layers.size() || m.layers.empty())
+      fail(name, "the model's output " + names[0] + " is not its last layer's: the network's output is its last layer's");
   }
   return m;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Definitions of keras/import.hpp's ONNX half (ctflow::keras's compiled part; see
-// detail/linkage.hpp): an ONNX model's graph (a chain of nodes over one NCHW or [N, features]
-// input) read into an embedded network, channels last: each convolution's kernel transposed to
+// detail/linkage.hpp): an ONNX model's graph (nodes over one NCHW or [N, features] input: a
+// chain, or branches joined by Add, Sub, Mul and Concat) read into an embedded network, channels
+// last: each convolution's kernel transposed to
 // Keras's [kh, kw, in, out], a Flatten of channels-first data carried into the next Dense's rows,
 // explicit paddings made ZeroPadding2D or SAME where they are TensorFlow's, Gemm's alpha and beta
 // and a MatMul's Add folded into Dense.
@@ -317,16 +318,28 @@ inline graph read_graph(pb::reader r) {
   return g;
 }
 
-/// The ONNX importer's walk along the chain: the network so far, the current tensor's name and
-/// extents (ONNX's order, without the batch), and the layout it has in the network.
-struct chain {
-  const std::string& file;
-  embedded_model& m;
-  std::map<std::string, tensor> constants;
-  std::string current;
+/// A tensor of the graph as the network holds it: its activation (0 the input, k the output of
+/// the network's layer k - 1), its extents (ONNX's order, without the batch) and its layout.
+struct value {
+  std::size_t at = 0;
   std::vector<std::size_t> dims;  // ONNX's: [C, H, W] or [F]
   bool pooled = false;            // a global pooling's [C, 1, 1], which the network holds as [C]
   std::vector<std::size_t> flattened;  // [C, H, W] of a Flatten of channels-first data (the network's rows are [H, W, C])
+  bool direct = false;  // written by the layer of `at` itself (not an Identity's or Dropout's name for it)
+};
+
+/// The ONNX importer's walk over the graph: the network so far, each tensor's value, and the
+/// value the node at hand reads (`at`, `dims`, ...: its layers are added after it, each reading
+/// the one before).
+struct walk : value {
+  const std::string& file;
+  embedded_model& m;
+  std::map<std::string, tensor> constants;
+  std::map<std::string, value> values;
+  std::map<std::string, std::size_t> readers;  // how many nodes (and graph outputs) read each tensor
+  bool fusable = false;  // the value at hand is the last layer's output, and only this node reads it
+
+  walk(const std::string& f, embedded_model& model) : file(f), m(model) {}
 
   [[noreturn]] void refuse(const node& n, const std::string& why) const {
     fail(file, "node " + n.label() + " (" + n.op + ") " + why);
@@ -345,16 +358,24 @@ struct chain {
   void need_spatial(const node& n) const {
     if (!spatial()) refuse(n, "reads a tensor of " + std::to_string(dims.size() + 1) + " dimensions: it takes [N, C, H, W]");
   }
+  /// Layer l after the value at hand, which it reads; it is the value at hand then.
+  embedded_layer& push(embedded_layer l) {
+    l.inputs = {at};
+    m.layers.push_back(std::move(l));
+    at = m.layers.size();
+    fusable = false;
+    return m.layers.back();
+  }
   embedded_layer& add(const node& n, const std::string& kind) {
     embedded_layer l;
     l.kind = kind;
     l.name = n.label();
-    m.layers.push_back(std::move(l));
-    return m.layers.back();
+    return push(std::move(l));
   }
-  /// An elementwise activation, fused into the Dense or convolution before it where that has none.
+  /// An elementwise activation, fused into the Dense or convolution before it where that has none
+  /// and nothing else reads its output.
   void activation(const node& n, const std::string& a) {
-    if (!m.layers.empty()) {
+    if (fusable) {
       auto& last = m.layers.back();
       const bool fusable = last.kind == "Dense" || last.kind == "Conv2D" || last.kind == "DepthwiseConv2D";
       if (fusable && last.activation == "linear" && a != "softmax" && a != "log_softmax") {
@@ -466,7 +487,7 @@ struct chain {
     }
     const auto p = l.padding;
     after_window(n, l, p, pads, out);
-    m.layers.push_back(std::move(l));
+    push(std::move(l));
   }
 
   void pool(const node& n, bool max) {
@@ -490,7 +511,7 @@ struct chain {
     if (n.outputs.size() > 1 && !n.outputs[1].empty()) refuse(n, "gives its indices: only the pooled values are imported");
     const auto p = l.padding;
     after_window(n, l, p, pads, dims[0]);
-    m.layers.push_back(std::move(l));
+    push(std::move(l));
   }
 
   /// A Dense of kernel [in, out] (ONNX's rows; rows permuted where a channels-first Flatten
@@ -551,7 +572,7 @@ struct chain {
 
   /// x * scale + offset, with scalars: a Rescaling (merged with the one before it).
   void rescale(const node& n, double scale, double offset) {
-    if (!m.layers.empty() && m.layers.back().kind == "Rescaling") {
+    if (fusable && m.layers.back().kind == "Rescaling") {
       auto& r = m.layers.back();
       r.scale *= scale;
       r.offset = r.offset * scale + offset;
@@ -559,6 +580,50 @@ struct chain {
     }
     auto& r = add(n, "Rescaling");
     r.scale = scale, r.offset = offset;
+  }
+
+  /// Add, Sub or Mul of two tensors of the graph, or Concat of two or more: a merge layer over
+  /// their activations, which must be held alike (the same extents, or Concat's off its axis).
+  void merge(const node& n, const std::vector<const value*>& in) {
+    if (in.size() != n.inputs.size()) refuse(n, "reads a constant beside the graph's tensors: a merge reads tensors of the graph alone");
+    const value& first = *in[0];
+    const bool concat = n.op == "Concat";
+    const std::size_t rank = first.pooled ? 3 : first.dims.size();
+    std::int64_t axis = concat ? n.i("axis", std::numeric_limits<std::int64_t>::min()) : 0;
+    if (concat) {
+      if (axis == std::numeric_limits<std::int64_t>::min()) refuse(n, "has no axis");
+      if (axis < 0) axis += std::int64_t(rank) + 1;
+      if (axis < 1 || axis > std::int64_t(rank)) refuse(n, "joins along axis " + std::to_string(n.i("axis", 0)) + ": the importer joins an axis other than the batch");
+      if (first.pooled && axis != 1) refuse(n, "joins a global pooling's [N, C, 1, 1] along axis " + std::to_string(axis) + ": flatten it first, or join the channels");
+    }
+    for (const value* v : in) {
+      if (!v->flattened.empty()) refuse(n, "reads a Flatten of channels-first data: join the tensors before flattening them");
+      bool alike = v->pooled == first.pooled && v->dims.size() == first.dims.size();
+      for (std::size_t i = 0; alike && i < first.dims.size(); ++i) alike = v->dims[i] == first.dims[i] || (concat && std::int64_t(i) + 1 == axis);
+      if (!alike) {
+        const auto text = [](const value& x) {
+          std::string t = x.pooled ? "pooled" : "";
+          for (auto d : x.dims) t += ' ' + std::to_string(d);
+          return t;
+        };
+        refuse(n, "reads tensors of extents" + text(first) + " and" + text(*v) + ": " +
+                      (concat ? "they must agree off the joined axis" : "the importer takes tensors of the same extents"));
+      }
+    }
+    embedded_layer l;
+    l.name = n.label();
+    l.kind = n.op == "Add" ? "Add" : n.op == "Sub" ? "Subtract" : n.op == "Mul" ? "Multiply" : "Concatenate";
+    static_cast<value&>(*this) = first;
+    if (concat) {
+      // ONNX's axis of [N, C, H, W] in the network's [N, H, W, C]; of [N, F], the last.
+      l.axis = rank == 3 && !first.pooled ? (axis == 1 ? -1 : int(axis) - 1) : -1;
+      dims[std::size_t(axis - 1)] = 0;
+      for (const value* v : in) dims[std::size_t(axis - 1)] += v->dims[std::size_t(axis - 1)];
+    }
+    for (const value* v : in) l.inputs.push_back(v->at);
+    m.layers.push_back(std::move(l));
+    at = m.layers.size();
+    direct = true;
   }
 
   void flatten(const node& n) {
@@ -612,19 +677,19 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   static constexpr std::string_view ops[] = {"Constant", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten",
                                              "Reshape", "Gemm", "MatMul", "BatchNormalization", "Relu", "Sigmoid", "Tanh", "Elu", "Selu",
                                              "Softplus", "Softsign", "Clip", "Softmax", "LogSoftmax", "Mul", "Add", "Sub", "Div", "Pad",
-                                             "Dropout", "Identity"};
+                                             "Dropout", "Identity", "Concat"};
   for (const auto& n : g.nodes)
     if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops))
       fail(name, "node " + n.label() + " (" + n.op +
                      ") has no embedded form (the importer reads Conv, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
-                     "the activations, Softmax, Clip, and x * c, x / c, x + c, x - c)");
+                     "the activations, Softmax, Clip, Concat, x * c, x / c, x + c, x - c, and the sums, differences and products of two tensors)");
 
   embedded_model m;
   m.what = what;
   m.name = g.name.empty() ? "model" : g.name;
   m.framework = "ONNX";
   m.class_name = "graph";
-  chain c{name, m, {}, {}, {}, false, {}};
+  walk c(name, m);
   for (auto& t : g.initializers) c.constants[t.name] = std::move(t);
 
   // The one input that is not an initializer: [N, C, H, W] or [N, features], float.
@@ -645,9 +710,12 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   }
   m.input = c.dims.size() == 3 ? std::vector<std::size_t>{c.dims[1], c.dims[2], c.dims[0]} : c.dims;
   if (c.dims.size() == 3) m.channels_first_input = c.dims;
-  c.current = input->name;
+  c.values[input->name] = c;
   if (g.outputs.size() != 1) fail(name, "the graph has " + std::to_string(g.outputs.size()) + " outputs: the importer takes one");
 
+  for (const auto& n : g.nodes)
+    for (const auto& i : n.inputs) ++c.readers[i];
+  ++c.readers[g.outputs[0].name];
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
     const node& n = g.nodes[k];
     if (!n.domain.empty() && n.domain != "ai.onnx") c.refuse(n, "is of the domain " + n.domain + ": the importer reads ai.onnx's operators");
@@ -659,13 +727,26 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
       c.constants[t.name] = std::move(t);
       continue;
     }
-    // A chain: every other node reads the current tensor, first, and nothing else of the graph.
-    std::size_t data_inputs = 0;
-    for (const auto& i : n.inputs)
-      if (!i.empty() && !c.constant(i)) ++data_inputs;
-    if (n.inputs.empty() || n.inputs[0] != c.current || data_inputs != 1)
-      c.refuse(n, "does not read the node before it alone (" + c.current + "): only a chain of nodes is imported");
+    // The tensors it reads of the graph (not constants): one, first, or two or more for a merge.
+    std::vector<const value*> data;
+    for (const auto& i : n.inputs) {
+      if (i.empty() || c.constant(i)) continue;
+      const auto v = c.values.find(i);
+      if (v == c.values.end()) c.refuse(n, "reads " + i + ", which neither the graph's input nor a node before it gives");
+      data.push_back(&v->second);
+    }
     if (n.outputs.empty() || n.outputs[0].empty()) c.refuse(n, "has no output");
+    const bool merge = ((n.op == "Add" || n.op == "Sub" || n.op == "Mul") && data.size() == 2) || n.op == "Concat";
+    if (merge) {
+      c.merge(n, data);
+      c.values[n.outputs[0]] = c;
+      continue;
+    }
+    if (data.size() != 1 || n.inputs[0].empty() || c.constant(n.inputs[0]))
+      c.refuse(n, "reads " + std::to_string(data.size()) + " tensors of the graph: it takes one, first");
+    static_cast<value&>(c) = *data[0];
+    c.fusable = c.direct && c.at == m.layers.size() && c.at > 0 && c.readers[n.inputs[0]] == 1;
+    const std::size_t layers_before = m.layers.size();
     const std::string& op = n.op;
     if (op == "Conv") {
       c.conv(n);
@@ -695,12 +776,13 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
       if (k + 1 < g.nodes.size()) {
         const node& a = g.nodes[k + 1];
         if (a.op == "Add" && a.inputs.size() == 2 && (a.inputs[0] == n.outputs[0] || a.inputs[1] == n.outputs[0]) &&
-            c.constant(a.inputs[0] == n.outputs[0] ? a.inputs[1] : a.inputs[0]))
+            c.constant(a.inputs[0] == n.outputs[0] ? a.inputs[1] : a.inputs[0]) && c.readers[n.outputs[0]] == 1)
           bias = &a;
       }
       c.matmul(n, bias);
       if (bias) {
-        c.current = bias->outputs[0];
+        c.direct = true;
+        c.values[bias->outputs[0]] = c;
         ++k;
         continue;
       }
@@ -765,9 +847,16 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     } else if (op == "Dropout") {  // the identity in inference, as Identity is
       if (n.outputs.size() > 1 && !n.outputs[1].empty()) c.refuse(n, "gives its mask: only the values are imported");
     }
-    c.current = n.outputs[0];
+    // Its output is the last layer's where it added or fused one, else another name for what it
+    // read (Dropout, Identity, a Flatten the network's rows already are).
+    c.direct = m.layers.size() > layers_before || c.fusable;
+    c.values[n.outputs[0]] = c;
   }
-  if (g.outputs[0].name != c.current) fail(name, "the graph's output " + g.outputs[0].name + " is not the end of its chain of nodes (" + c.current + ")");
+  const auto out = c.values.find(g.outputs[0].name);
+  if (out == c.values.end()) fail(name, "the graph's output " + g.outputs[0].name + " is no node's");
+  if (out->second.at != m.layers.size() || m.layers.empty())
+    fail(name, "the graph's output " + g.outputs[0].name + " is not the last node's that adds a layer: the network's output is its last layer's");
+  static_cast<value&>(c) = out->second;
   if (!c.flattened.empty()) fail(name, "the graph ends with a Flatten of channels-first data: its outputs' order is not the network's");
   if (c.spatial()) m.channels_first_output = c.dims;
   return m;
