@@ -8,6 +8,8 @@
 //                     convolutions, depthwise, batch normalization with moving statistics of its
 //                     own, zero padding, the poolings, reshapes, element-wise activations and
 //                     softmax), untrained, on random inputs;
+//   residual.hpp      a functional model of branches (a residual sum, a gate's product, a
+//                     concatenation), untrained, on random inputs: an embedded::Model;
 //   mlp_int8.hpp,     the MLP and the CNN quantized to int8 (keras::quantize, calibrated on 512
 //   cnn_int8.hpp      training images), with the same test images and the int8 network's outputs;
 //   int8_accuracy.txt each one's test accuracy on the 10,000 test images, float and int8
@@ -37,6 +39,21 @@ using Zoo = keras::Sequential<keras::Input<float, Shape<12, 12, 3>>, layers::Res
                               layers::Activation<activations::swish>, layers::Dropout, layers::Conv2D<12, 1, layers::use_bias<false>>, layers::ReLU,
                               layers::AveragePooling2D<2, layers::strides<1>>, layers::Reshape<Shape<4, 12>>, layers::Dense<6, activations::softmax>,
                               layers::Reshape<Shape<8, 3>>, layers::Activation<activations::log_softmax>, layers::Flatten, layers::Dense<4>>;
+
+/// The residual network: two convolutions and their sum, a 1x1 convolution's sigmoid gating a
+/// depthwise branch, the gate and the branch concatenated, pooled, Dropout, Dense with softmax.
+auto residual_network() {
+  keras::Input<float, Shape<10, 10, 3>> inputs;
+  auto x = layers::Conv2D<8, 3, layers::same, activations::relu>{}(inputs);
+  auto y = layers::BatchNormalization{}(layers::Conv2D<8, 3, layers::same>{}(x));
+  auto sum = layers::ReLU{}(layers::Add{}(x, y));
+  auto gate = layers::Conv2D<4, 1, activations::sigmoid>{}(sum);
+  auto branch = layers::DepthwiseConv2D<3, layers::same>{}(sum);
+  auto gated = layers::Multiply{}(gate, layers::Conv2D<4, 1>{}(branch));
+  auto pooled = layers::GlobalAveragePooling2D{}(layers::MaxPooling2D<2>{}(layers::Concatenate<>{}(gated, branch)));
+  auto outputs = layers::Dense<5, activations::softmax>{}(layers::Dropout{.rate = 0.25}(pooled));
+  return keras::Model(inputs, outputs);
+}
 
 template <class Model, class Images, class Labels>
 void fit_steps(Model& model, const Images& images, const Labels& labels, std::int64_t steps) {
@@ -106,5 +123,7 @@ int main(int argc, char** argv) {
   bn.moving_variance.assign(random_uniform<float, Shape<8>>(4, 0.5, 2.0));
   const auto inputs = random_uniform<float, Shape<dyn, 12, 12, 3>>(5, 0.0, 4.0, {6, 12, 12, 3});
   keras::export_header(zoo, out + "/zoo.hpp", {.name_space = "net"}, inputs);
+  auto residual = residual_network();
+  keras::export_header(residual, out + "/residual.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 10, 10, 3>>(6, -1.0, 1.0, {6, 10, 10, 3}));
   return 0;
 }

@@ -122,6 +122,39 @@ TEST_CASE("export_header: what it cannot write is an error before anything is wr
     CHECK(e.path().filename().string().find(".tmp") == std::string::npos);  // no temporary file left
 }
 
+TEST_CASE("export_header: a functional model's graph as an embedded::Model, what has no embedded form a value_error naming the layer") {
+  keras::Input<float, Shape<4, 4, 2>> inputs;
+  auto x = layers::Conv2D<2, 1, activations::relu>{}(inputs);
+  auto joined = layers::Concatenate<>{}(layers::Add{}(x, inputs), x);
+  auto outputs = layers::Dense<3>{}(layers::Flatten{}(joined));
+  keras::Model model(inputs, outputs);
+  const std::string path = scratch("functional.hpp");
+  const auto x_test = random_uniform<float, Shape<2, 4, 4, 2>>(3);
+  keras::export_header(model, path, {.name_space = "graph"}, x_test);
+  const std::string h = read_text(path);
+  CHECK_THAT(h, Catch::Contains("using model = ctflow::embedded::Model<"));
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Add, 1, 0>"));
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Concatenate<-1>, 2, 1>"));
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Flatten, 3>"));
+  // The test case: the model's own outputs.
+  const auto y = model(x_test);
+  const auto expected = array_values(h, "test_outputs");
+  REQUIRE(expected.size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(expected[i] == y.data()[i]);
+
+  keras::Input<float, Shape<4, 4, 2>> in2;
+  auto up = layers::Conv2DTranspose<2, 3>{}(layers::Conv2D<2, 1>{}(in2));
+  keras::Model refused(in2, up);
+  const std::string refused_path = scratch("functional_refused.hpp");
+  std::filesystem::remove(refused_path);
+  CHECK_THROWS_WITH(keras::export_header(refused, refused_path),
+                    Catch::StartsWith("ctflow::keras::export_header: layer conv2d_transpose") && Catch::Contains("(Conv2DTranspose) has no embedded form"));
+  CHECK_THROWS_AS(keras::export_header(refused, refused_path), value_error);
+  CHECK(!std::filesystem::exists(refused_path));
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    CHECK(e.path().filename().string().find(".keras") == std::string::npos);  // no archive left
+}
+
 // ONNX graphs built field by field (ModelProto's wire format), imported as import_header reads
 // them: the layouts the network takes (channels last, kernels transposed, a channels-first
 // Flatten's rows permuted) and each refusal's message. (The models of generate_onnx.py, against

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// @brief keras::export_header: a Sequential model written as a C++ header that compiles it into
+/// @brief keras::export_header: a Sequential or functional model written as a C++ header that compiles it into
 /// a program for inference, its weights `constexpr` arrays (64-byte aligned, in the layout the
 /// kernels read) and its network an embedded::Sequential type. A program that includes only the
 /// header and ctflow's core headers runs the model with no heap allocation, no exceptions, no
@@ -33,6 +33,8 @@
 #include <ctflow/detail/file.hpp>
 #include <ctflow/keras/activations.hpp>
 #include <ctflow/keras/detail/embedded_header.hpp>
+#include <ctflow/keras/functional.hpp>
+#include <ctflow/keras/import.hpp>
 #include <ctflow/keras/layers/options.hpp>
 #include <ctflow/keras/sequential.hpp>
 #include <ctflow/ops/array.hpp>
@@ -129,8 +131,6 @@ template <class Input, class... Specs> embedded_model embedded_model_of(Sequenti
   using Model = Sequential<Input, Specs...>;
   using T = typename Model::value_type;
   using In = typename Model::input_shape;
-  for (int i = 1; i < In::rank; ++i)
-    if (In::extents[std::size_t(i)] == dyn) throw shape_error("ctflow::keras::export_header: every extent of the model's input but the batch must be static");
   embedded_model e;
   e.name = m.name;
   e.dtype = std::is_same_v<T, float> ? "float" : "double";
@@ -149,26 +149,11 @@ template <class Input, class... Specs> embedded_model embedded_model_of(Sequenti
   return e;
 }
 
-}  // namespace detail
-
-/// @brief Writes Sequential model m as a C++ header at path (atomically): its weights, its
-/// network type (`<name_space>::model`, an embedded::Sequential), `<name_space>::device` and
-/// `<name_space>::predict(x, y)`. With test_inputs (inputs of the model, [n, ...]), also
-/// `test_count`, `test_inputs` and `test_outputs`: the model's outputs for them, computed here.
-template <class Input, class... Specs, class X = std::nullptr_t>
-void export_header(Sequential<Input, Specs...>& m, const std::string& path, const export_options& o = {}, const X& test_inputs = nullptr) {
-  using Model = Sequential<Input, Specs...>;
-  using T = typename Model::value_type;
-  using In = typename Model::input_shape;
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "ctflow::keras::export_header: a model of float32 or float64 weights");
-  static_assert(std::is_same_v<typename Model::input_value_type, T>, "ctflow::keras::export_header: the model's input must be of its weights' dtype");
-  if (o.batch == 0) throw value_error("ctflow::keras::export_header: the batch must be positive");
-  if (In::extents[0] != dyn && In::extents[0] != o.batch)
-    throw shape_error("ctflow::keras::export_header: the model's batch is " + std::to_string(In::extents[0]) + "; the options give " + std::to_string(o.batch));
-
-  detail::embedded_model e = detail::embedded_model_of(m);
+/// Writes model m (of dtype T and input shape In), read as embedded network e, at path with
+/// the test case of test_inputs (none: nullptr).
+template <class T, class In, class M, class X> void write_exported(M& m, embedded_model e, const std::string& path, const export_options& o, const X& test_inputs) {
   if constexpr (!std::is_null_pointer_v<X>) {
-    constexpr std::size_t per_example = detail::example_elements<In>();
+    constexpr std::size_t per_example = example_elements<In>();
     const Tensor<T, Shape<dyn, extent_t(per_example)>> inputs(reshape<Shape<dyn, extent_t(per_example)>>(test_inputs));
     if (inputs.dims()[0] % o.batch) throw shape_error("ctflow::keras::export_header: give test inputs in whole batches of " + std::to_string(o.batch));
     auto dims = In::extents;
@@ -177,7 +162,44 @@ void export_header(Sequential<Input, Specs...>& m, const std::string& path, cons
     e.test_inputs.assign(inputs.data(), inputs.data() + inputs.size());
     e.test_outputs.assign(y.data(), y.data() + y.size());
   }
-  detail::write_embedded_header(path, e, o);
+  write_embedded_header(path, e, o);
+}
+/// The checks of an exported model's dtype T, input (of dtype I, shape In) and batch.
+template <class T, class I, class In> void check_exported(const export_options& o) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "ctflow::keras::export_header: a model of float32 or float64 weights");
+  static_assert(std::is_same_v<I, T>, "ctflow::keras::export_header: the model's input must be of its weights' dtype");
+  if (o.batch == 0) throw value_error("ctflow::keras::export_header: the batch must be positive");
+  if (In::extents[0] != dyn && In::extents[0] != o.batch)
+    throw shape_error("ctflow::keras::export_header: the model's batch is " + std::to_string(In::extents[0]) + "; the options give " + std::to_string(o.batch));
+  for (int i = 1; i < In::rank; ++i)
+    if (In::extents[std::size_t(i)] == dyn) throw shape_error("ctflow::keras::export_header: every extent of the model's input but the batch must be static");
+}
+
+}  // namespace detail
+
+/// @brief Writes Sequential model m as a C++ header at path (atomically): its weights, its
+/// network type (`<name_space>::model`, an embedded::Sequential), `<name_space>::device` and
+/// `<name_space>::predict(x, y)`. With test_inputs (inputs of the model, [n, ...]), also
+/// `test_count`, `test_inputs` and `test_outputs`: the model's outputs for them, computed here.
+template <class Input, class... Specs, class X = std::nullptr_t>
+void export_header(Sequential<Input, Specs...>& m, const std::string& path, const export_options& o = {}, const X& test_inputs = nullptr) {
+  using M = Sequential<Input, Specs...>;
+  detail::check_exported<typename M::value_type, typename M::input_value_type, typename M::input_shape>(o);
+  detail::write_exported<typename M::value_type, typename M::input_shape>(m, detail::embedded_model_of(m), path, o, test_inputs);
+}
+
+/// @brief Writes functional model m (one input, one output: its last layer's) as a C++ header at
+/// path the same way, its network an embedded::Model of nodes (each layer and the activations it
+/// reads: residual sums, concatenations). Its layers are read from the `.keras` archive m.save
+/// writes, as ctflow-import reads one; a layer with no embedded form is a value_error naming it.
+template <class Inputs, class Outputs, class X = std::nullptr_t>
+void export_header(Model<Inputs, Outputs>& m, const std::string& path, const export_options& o = {}, const X& test_inputs = nullptr) {
+  using M = Model<Inputs, Outputs>;
+  static_assert(M::input_count == 1 && M::output_count == 1, "ctflow::keras::export_header: a functional model of one input and one output");
+  using In = typename M::input_type::shape_type;
+  detail::check_exported<typename M::value_type, std::remove_const_t<typename M::input_type::value_type>, In>(o);
+  detail::write_exported<typename M::value_type, In>(m, detail::archived_model(path, [&](const std::string& archive) { m.save(archive); }), path, o,
+                                                     test_inputs);
 }
 
 }  // namespace ctflow::keras

@@ -25,6 +25,7 @@
 /// program to check itself against (tests/embedded/run_exported.cpp).
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -42,6 +43,10 @@ namespace detail {
 /// The embedded network of a model file's bytes (a .keras archive or a legacy .h5), `name`
 /// naming it in errors.
 CTFLOW_DECL embedded_model imported_model(std::span<const std::uint8_t> bytes, const std::string& name);
+/// The embedded network of a model that save writes as a .keras archive (at a temporary path
+/// beside path, removed after): its layers read as the importer reads them, its errors
+/// export_header's (a value_error naming the layer and what it has).
+CTFLOW_DECL embedded_model archived_model(const std::string& path, const std::function<void(const std::string&)>& save);
 /// The embedded network of an ONNX model's bytes (imported_model's, for a file that begins as
 /// ONNX's ModelProto does: its ir_version).
 CTFLOW_DECL embedded_model onnx_model(std::span<const std::uint8_t> bytes, const std::string& name);

@@ -4,7 +4,11 @@
 // from the file's HDF5 (Keras 3's layers/<key>/vars/<i>, or the legacy
 // model_weights/<layer>/<weight>, listed by weight_names).
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -386,6 +390,26 @@ CTFLOW_DECL embedded_model imported_model(std::span<const std::uint8_t> bytes, c
     return import_detail::read_model(bytes, name);
   } catch (const nlohmann::json::exception& e) {
     import_detail::fail(name, std::string("the config is not the one Keras writes: ") + e.what());
+  }
+}
+
+CTFLOW_DECL embedded_model archived_model(const std::string& path, const std::function<void(const std::string&)>& save) {
+  const std::string archive = path + ".export" + std::to_string(::getpid()) + ".keras";
+  struct removed {
+    const std::string& p;
+    ~removed() { std::remove(p.c_str()); }
+  } guard{archive};
+  save(archive);
+  const ctflow::detail::mapped_file f(archive, "ctflow::keras::export_header");
+  try {
+    embedded_model m = imported_model(f.bytes(), "the model");
+    m.what = "ctflow::keras::export_header";
+    return m;
+  } catch (const io_error& e) {
+    // The importer's words for what the model's layers have, as export_header's.
+    const std::string prefix = std::string(import_detail::what) + ": the model: ";
+    const std::string why = e.what();
+    throw value_error("ctflow::keras::export_header: " + (why.starts_with(prefix) ? why.substr(prefix.size()) : why));
   }
 }
 
