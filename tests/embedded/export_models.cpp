@@ -8,8 +8,9 @@
 //                     convolutions, depthwise, batch normalization with moving statistics of its
 //                     own, zero padding, the poolings, reshapes, element-wise activations and
 //                     softmax), untrained, on random inputs;
-//   residual.hpp      a functional model of branches (a residual sum, a gate's product, a
-//                     concatenation), untrained, on random inputs: an embedded::Model;
+//   residual.hpp      a functional model of branches (a residual sum, a gate's product,
+//                     concatenations, a transposed convolution), untrained, on random inputs: an
+//                     embedded::Model;
 //   mlp_int8.hpp,     the MLP and the CNN quantized to int8 (keras::quantize, calibrated on 512
 //   cnn_int8.hpp      training images), with the same test images and the int8 network's outputs;
 //   int8_accuracy.txt each one's test accuracy on the 10,000 test images, float and int8
@@ -41,7 +42,8 @@ using Zoo = keras::Sequential<keras::Input<float, Shape<12, 12, 3>>, layers::Res
                               layers::Reshape<Shape<8, 3>>, layers::Activation<activations::log_softmax>, layers::Flatten, layers::Dense<4>>;
 
 /// The residual network: two convolutions and their sum, a 1x1 convolution's sigmoid gating a
-/// depthwise branch, the gate and the branch concatenated, pooled, Dropout, Dense with softmax.
+/// depthwise branch, the gate and the branch concatenated, upsampled by a transposed convolution
+/// and pooled back beside them, pooled, Dropout, Dense with softmax.
 auto residual_network() {
   keras::Input<float, Shape<10, 10, 3>> inputs;
   auto x = layers::Conv2D<8, 3, layers::same, activations::relu>{}(inputs);
@@ -50,7 +52,9 @@ auto residual_network() {
   auto gate = layers::Conv2D<4, 1, activations::sigmoid>{}(sum);
   auto branch = layers::DepthwiseConv2D<3, layers::same>{}(sum);
   auto gated = layers::Multiply{}(gate, layers::Conv2D<4, 1>{}(branch));
-  auto pooled = layers::GlobalAveragePooling2D{}(layers::MaxPooling2D<2>{}(layers::Concatenate<>{}(gated, branch)));
+  auto joined = layers::Concatenate<>{}(gated, branch);
+  auto up = layers::Conv2DTranspose<4, 3, layers::strides<2>, layers::same, activations::relu>{}(joined);  // 20 x 20
+  auto pooled = layers::GlobalAveragePooling2D{}(layers::MaxPooling2D<2>{}(layers::Concatenate<>{}(layers::MaxPooling2D<2>{}(up), joined)));
   auto outputs = layers::Dense<5, activations::softmax>{}(layers::Dropout{.rate = 0.25}(pooled));
   return keras::Model(inputs, outputs);
 }

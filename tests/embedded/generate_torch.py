@@ -15,7 +15,11 @@ eval mode):
              block (two Conv2d + BatchNorm2d, the sum with its input: Add, ReLU), a downsampling
              block (a strided Conv2d and a strided 1x1 shortcut, Add), two branches joined by
              torch.cat over the channels (Concat), SiLU (Sigmoid and a Mul of two tensors), the
-             difference of two branches (Sub), AdaptiveAvgPool2d(1), Flatten, Linear.
+             difference of two branches (Sub), AdaptiveAvgPool2d(1), Flatten, Linear;
+  torch_unet [N, 2, 12, 12]: a U-Net's step: a strided Conv2d down, ConvTranspose2d(2, stride 2)
+             up, concatenated with the skip (Concat), ConvTranspose2d(3, padding 1) (TensorFlow's
+             SAME), ConvTranspose2d(3, stride 2) without bias (VALID) + Tanh, MaxPool2d, Flatten,
+             Linear.
 """
 import os
 import sys
@@ -76,6 +80,23 @@ class ResNet(torch.nn.Module):
         return self.head(x)
 
 
+class UNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv2d(2, 6, 3, stride=2, padding=1)
+        self.up = torch.nn.ConvTranspose2d(6, 4, 2, stride=2)
+        self.same = torch.nn.ConvTranspose2d(6, 5, 3, padding=1)
+        self.valid = torch.nn.ConvTranspose2d(5, 3, 3, stride=2, bias=False)
+        self.head = torch.nn.Linear(3 * 12 * 12, 4)
+
+    def forward(self, x):
+        skip = x
+        x = torch.relu(self.up(torch.relu(self.down(x))))
+        x = torch.relu(self.same(torch.cat([x, skip], dim=1)))
+        x = torch.nn.functional.max_pool2d(torch.tanh(self.valid(x)), 2)
+        return self.head(torch.flatten(x, 1))
+
+
 def write(name, model, x):
     model.eval()
     path = os.path.join(DATA, name + ".onnx")
@@ -93,6 +114,7 @@ def main():
     r = np.random.default_rng(9)
     write("torch_cnn", cnn(), r.uniform(0, 1, size=(4, 1, 28, 28)).astype("float32"))
     write("torch_resnet", ResNet(), r.uniform(0, 1, size=(3, 1, 16, 16)).astype("float32"))
+    write("torch_unet", UNet(), r.uniform(-1, 1, size=(3, 2, 12, 12)).astype("float32"))
 
 
 if __name__ == "__main__":

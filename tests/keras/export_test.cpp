@@ -142,13 +142,21 @@ TEST_CASE("export_header: a functional model's graph as an embedded::Model, what
   REQUIRE(expected.size() == 6);
   for (std::size_t i = 0; i < 6; ++i) CHECK(expected[i] == y.data()[i]);
 
+  // A Sequential model's Conv2DTranspose: Keras's kernel [kh, kw, filters, channels], as it is.
+  keras::Sequential<keras::Input<float, Shape<3, 3, 2>>, layers::Conv2DTranspose<3, 2, layers::strides<2>>, layers::Flatten, layers::Dense<2>> up_model;
+  keras::export_header(up_model, path);
+  CHECK_THAT(read_text(path), Catch::Contains("ctflow::embedded::Conv2DTranspose<3, ctflow::embedded::window{.kh = 2, .kw = 2, .sh = 2, .sw = 2, .dh = 1, "
+                                              ".dw = 1, .padding = ctflow::nn::VALID}, ctflow::keras::activations::linear, weights::conv2d_transpose_kernel, "
+                                              "weights::conv2d_transpose_bias>"));
+  CHECK(array_values(read_text(path), "conv2d_transpose_kernel") == up_model.get_weights()[0].values);
+
   keras::Input<float, Shape<4, 4, 2>> in2;
-  auto up = layers::Conv2DTranspose<2, 3>{}(layers::Conv2D<2, 1>{}(in2));
+  auto up = layers::UpSampling2D<>{}(layers::Conv2D<2, 1>{}(in2));
   keras::Model refused(in2, up);
   const std::string refused_path = scratch("functional_refused.hpp");
   std::filesystem::remove(refused_path);
   CHECK_THROWS_WITH(keras::export_header(refused, refused_path),
-                    Catch::StartsWith("ctflow::keras::export_header: layer conv2d_transpose") && Catch::Contains("(Conv2DTranspose) has no embedded form"));
+                    Catch::StartsWith("ctflow::keras::export_header: layer up_sampling2d") && Catch::Contains("(UpSampling2D) has no embedded form"));
   CHECK_THROWS_AS(keras::export_header(refused, refused_path), value_error);
   CHECK(!std::filesystem::exists(refused_path));
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
@@ -318,7 +326,7 @@ TEST_CASE("import_header, ONNX: pads made SAME or ZeroPadding2D, scalars made on
   CHECK(m.layers[5].weights[1].values == std::vector<double>{3.0, 3.0, 3.0});
 }
 
-TEST_CASE("import_header, ONNX: branches joined by Add, Mul and Concat, an activation fused only where nothing else reads its layer") {
+TEST_CASE("import_header, ONNX: branches joined by Add, Mul and Concat, an activation fused only where nothing else reads its layer; ConvTranspose") {
   onnx_graph g;
   g.input({-1, 2, 4, 4});
   g.init("w", {2, 2, 1, 1});
@@ -342,6 +350,33 @@ TEST_CASE("import_header, ONNX: branches joined by Add, Mul and Concat, an activ
   CHECK(m.layers[6].inputs == inputs{6, 6});
   CHECK(m.layers[6].axis == -1);
   CHECK(m.channels_first_output == std::vector<std::size_t>{4, 8, 4});
+  {
+    // ConvTranspose: Keras's [kh, kw, out, in] from ONNX's [in, out, kh, kw]; pads 1 of a 3x3
+    // window of stride 1 are TensorFlow's SAME; PyTorch's padding 1 with output_padding 1 at
+    // stride 2 crops a row more at the start than SAME does.
+    onnx_graph t;
+    t.input({-1, 2, 3, 3});
+    std::vector<float> w(2 * 4 * 3 * 3);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = float(i);
+    t.init("w", {2, 4, 3, 3}, w);
+    t.node("ConvTranspose", {"x", "w"}, "up", {{"pads", {1, 1, 1, 1}}});
+    t.output("up");
+    const auto tm = import_onnx(t);
+    REQUIRE(kinds(tm) == "Conv2DTranspose");
+    CHECK(tm.layers[0].padding == "same");
+    CHECK(tm.layers[0].units == 4);
+    REQUIRE(tm.layers[0].weights[0].shape == std::vector<std::size_t>{3, 3, 4, 2});
+    for (std::size_t c = 0; c < 2; ++c)
+      for (std::size_t o = 0; o < 4; ++o)
+        for (std::size_t k = 0; k < 9; ++k) CHECK(tm.layers[0].weights[0].values[(k * 4 + o) * 2 + c] == double((c * 4 + o) * 9 + k));
+    CHECK(tm.channels_first_output == std::vector<std::size_t>{4, 3, 3});
+    onnx_graph shifted;
+    shifted.input({-1, 2, 3, 3});
+    shifted.init("w", {2, 4, 3, 3});
+    shifted.node("ConvTranspose", {"x", "w"}, "up", {{"pads", {1, 1, 1, 1}}, {"strides", {2, 2}}, {"output_padding", {1, 1}}});
+    shifted.output("up");
+    CHECK_THROWS_WITH(import_onnx(shifted), Catch::Contains("node up (ConvTranspose) crops its output by 1 and 0 (its pads, less output_padding at the end)"));
+  }
   // The header: a Model whose nodes name what they read.
   const std::string h = keras::detail::embedded_header_text(m, {});
   CHECK_THAT(h, Catch::Contains("ctflow::embedded::Model<"));

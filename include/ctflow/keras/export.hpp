@@ -60,7 +60,7 @@ template <class L> constexpr auto class_string() { return ctflow::detail::fixed_
 /// Whether built layer L has an embedded form (export_layer's classes).
 template <class L> constexpr bool has_embedded_form() {
   constexpr std::string_view c = L::class_name;
-  for (std::string_view k : {"Dense", "Conv2D", "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
+  for (std::string_view k : {"Dense", "Conv2D", "DepthwiseConv2D", "Conv2DTranspose", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
                              "Flatten", "Reshape", "ZeroPadding2D", "Rescaling", "BatchNormalization", "Activation", "Softmax", "ReLU", "Dropout"})
     if (c == k) return true;
   return false;
@@ -81,7 +81,7 @@ template <class L> void export_layer(embedded_model& m, const std::string& name,
   embedded_layer e;
   e.kind = L::class_name;
   e.name = name;
-  if constexpr (cls == "Dense" || cls == "Conv2D" || cls == "DepthwiseConv2D") {
+  if constexpr (cls == "Dense" || cls == "Conv2D" || cls == "DepthwiseConv2D" || cls == "Conv2DTranspose") {
     using S = typename L::spec;
     e.activation = activation_name<S::activation>();
     if constexpr (cls == "DepthwiseConv2D") e.units = S::multiplier;

@@ -27,7 +27,7 @@ struct export_options {
 namespace detail {
 
 /// A layer of an embedded network: its embedded class (`kind`: "Dense", "Conv2D",
-/// "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+/// "DepthwiseConv2D", "Conv2DTranspose", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
 /// "GlobalMaxPooling2D", "Flatten", "Reshape", "ZeroPadding2D", "Rescaling",
 /// "BatchNormalization", "Activation"; int8: "Quantize", "Dequantize", "QuantizedDense",
 /// "QuantizedConv2D", "QuantizedDepthwiseConv2D", "QuantizedMaxPooling2D",
@@ -48,7 +48,7 @@ struct embedded_layer {
   /// (empty: the layer before it, or the input for the first).
   std::vector<std::size_t> inputs;
   int axis = -1;  // Concatenate's, the batch axis 0
-  std::size_t units = 0;  // Dense's units, Conv2D's filters, DepthwiseConv2D's depth multiplier
+  std::size_t units = 0;  // Dense's units, Conv2D's and Conv2DTranspose's filters, DepthwiseConv2D's depth multiplier
   std::size_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;  // a window
   std::string padding = "valid";  // "valid" or "same", as Keras's layers take it
   std::string activation = "linear";  // a keras::activations name

@@ -138,7 +138,7 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
     const std::string a = activation(normalizing(l.activation) ? "linear" : l.activation);
     const bool split = normalizing(l.activation) && l.kind != "Activation";
     if (l.kind == "Dense") layer("ctflow::embedded::Dense<" + n(l.units) + ", " + a + args + ">");
-    else if (l.kind == "Conv2D" || l.kind == "DepthwiseConv2D") layer("ctflow::embedded::" + l.kind + "<" + n(l.units) + ", " + window(l) + ", " + a + args + ">");
+    else if (l.kind == "Conv2D" || l.kind == "DepthwiseConv2D" || l.kind == "Conv2DTranspose") layer("ctflow::embedded::" + l.kind + "<" + n(l.units) + ", " + window(l) + ", " + a + args + ">");
     else if (l.kind == "MaxPooling2D" || l.kind == "AveragePooling2D") layer("ctflow::embedded::" + l.kind + "<" + window(l) + ">");
     else if (l.kind == "GlobalAveragePooling2D" || l.kind == "GlobalMaxPooling2D" || l.kind == "Flatten") layer("ctflow::embedded::" + l.kind);
     else if (l.kind == "Reshape") {

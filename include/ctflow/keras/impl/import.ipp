@@ -164,6 +164,17 @@ inline bool layer_of(const std::string& file, const json& layer, const std::stri
     e.weights = r.read(key, name, bias ? std::vector<std::string>{"kernel", "bias"} : std::vector<std::string>{"kernel"});
     check_shape(file, name, e.weights[0], {e.kh, e.kw, 0, e.units});
     if (bias) check_shape(file, name, e.weights[1], {cls == "Conv2D" ? e.units : e.weights[0].shape[2] * e.units});
+  } else if (cls == "Conv2DTranspose") {
+    channels_last();
+    window(false);
+    activation();
+    const json& c = layer["config"];
+    if (c.contains("output_padding") && !c["output_padding"].is_null()) refuse("has an output_padding: the embedded layer's output is Keras's without one");
+    e.units = field<std::size_t>(file, layer, "filters", 0);
+    const bool bias = field<bool>(file, layer, "use_bias", true);
+    e.weights = r.read(key, name, bias ? std::vector<std::string>{"kernel", "bias"} : std::vector<std::string>{"kernel"});
+    check_shape(file, name, e.weights[0], {e.kh, e.kw, e.units, 0});
+    if (bias) check_shape(file, name, e.weights[1], {e.units});
   } else if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
     channels_last();
     window(true);

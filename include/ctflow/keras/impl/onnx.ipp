@@ -377,8 +377,8 @@ struct walk : value {
   void activation(const node& n, const std::string& a) {
     if (fusable) {
       auto& last = m.layers.back();
-      const bool fusable = last.kind == "Dense" || last.kind == "Conv2D" || last.kind == "DepthwiseConv2D";
-      if (fusable && last.activation == "linear" && a != "softmax" && a != "log_softmax") {
+      const bool takes = last.kind == "Dense" || last.kind == "Conv2D" || last.kind == "DepthwiseConv2D" || last.kind == "Conv2DTranspose";
+      if (takes && last.activation == "linear" && a != "softmax" && a != "log_softmax") {
         last.activation = a;
         return;
       }
@@ -487,6 +487,68 @@ struct walk : value {
     }
     const auto p = l.padding;
     after_window(n, l, p, pads, out);
+    push(std::move(l));
+  }
+
+  /// ConvTranspose of group 1 whose output is Keras's Conv2DTranspose's with valid or same padding:
+  /// the full transposed convolution cropped by its pads, less output_padding at the end.
+  void conv_transpose(const node& n) {
+    need_spatial(n);
+    const tensor& w = weight(n, 1, "kernel");
+    if (w.dims.size() != 4) refuse(n, "has a kernel of " + std::to_string(w.dims.size()) + " dimensions: a 2-D convolution's has 4");
+    const std::size_t in = dims[0], out = std::size_t(w.dims[1]), kh = std::size_t(w.dims[2]), kw = std::size_t(w.dims[3]);
+    if (n.i("group", 1) != 1) refuse(n, "has group " + std::to_string(n.i("group", 1)) + ": the embedded Conv2DTranspose has one");
+    if (std::size_t(w.dims[0]) != in) refuse(n, "has a kernel for " + std::to_string(w.dims[0]) + " input channels; its input has " + std::to_string(in));
+    if (n.find("output_shape")) refuse(n, "gives an output_shape: the importer takes the size its pads give");
+    embedded_layer l;
+    l.name = n.label();
+    l.kind = "Conv2DTranspose";
+    l.units = out;
+    window(n, l, {kh, kw});
+    if (l.kh != kh || l.kw != kw) refuse(n, "has a kernel_shape that is not its kernel's");
+    const auto p = n.ints("pads", {0, 0, 0, 0}), extra = n.ints("output_padding", {0, 0});
+    if (p.size() != 4 || extra.size() != 2) refuse(n, "has pads or an output_padding of the wrong length");
+    const std::string auto_pad = n.s("auto_pad", "NOTSET");
+    // Each axis's crop of the full output at its start and end (negative: zeros added), against
+    // Keras's for valid and same padding.
+    bool valid = true, same = true;
+    for (std::size_t axis = 0; axis < 2; ++axis) {
+      const std::int64_t k = std::int64_t(axis == 0 ? l.kh : l.kw), d = std::int64_t(axis == 0 ? l.dh : l.dw), st = std::int64_t(axis == 0 ? l.sh : l.sw);
+      const std::int64_t window = (k - 1) * d + 1, total = std::max<std::int64_t>(window - st, 0);
+      std::int64_t begin = p[axis], end = p[axis + 2] - extra[axis];
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        const std::int64_t t = window - st - extra[axis];  // the output in * stride
+        begin = auto_pad == "SAME_UPPER" ? t / 2 : t - t / 2, end = t - begin;
+      } else if (auto_pad == "VALID") {
+        begin = 0, end = -extra[axis];
+      } else if (auto_pad != "NOTSET") {
+        refuse(n, "has auto_pad " + auto_pad);
+      }
+      valid = valid && begin == 0 && end == std::min<std::int64_t>(window - st, 0);
+      same = same && begin == total / 2 && end == (window >= st ? total - total / 2 : window - st);
+      if (!valid && !same)
+        refuse(n, "crops its output by " + std::to_string(begin) + " and " + std::to_string(end) +
+                      " (its pads, less output_padding at the end): the embedded Conv2DTranspose's crops are Keras's, of valid or same padding");
+    }
+    const std::string padding = valid ? "valid" : "same";
+    l.padding = padding;
+    // Keras's kernel [kh, kw, out, in] from ONNX's [in, out, kh, kw].
+    embedded_layer::weight k{"kernel", {kh, kw, out, in}, std::vector<double>(w.values.size())};
+    for (std::size_t c = 0; c < in; ++c)
+      for (std::size_t o = 0; o < out; ++o)
+        for (std::size_t y = 0; y < kh; ++y)
+          for (std::size_t x = 0; x < kw; ++x) k.values[((y * kw + x) * out + o) * in + c] = w.values[((c * out + o) * kh + y) * kw + x];
+    l.weights.push_back(std::move(k));
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const tensor& b = weight(n, 2, "bias");
+      if (b.count() != out) refuse(n, "has " + std::to_string(b.count()) + " biases for " + std::to_string(out) + " outputs");
+      l.weights.push_back({"bias", {out}, b.values});
+    }
+    const auto extent = [&](std::size_t i, std::size_t k, std::size_t st, std::size_t d) {
+      const std::size_t window = (k - 1) * d + 1;
+      return padding == "same" ? i * st : i * st + (window > st ? window - st : 0);
+    };
+    dims = {out, extent(dims[1], l.kh, l.sh, l.dh), extent(dims[2], l.kw, l.sw, l.dw)};
     push(std::move(l));
   }
 
@@ -674,14 +736,14 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   if (opset < 13 || opset > 21) fail(name, "opset " + std::to_string(opset) + " of ai.onnx: the importer reads opsets 13 to 21");
 
   // An op with no embedded form is named first, before what the walk would find of the graph.
-  static constexpr std::string_view ops[] = {"Constant", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten",
+  static constexpr std::string_view ops[] = {"Constant", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten",
                                              "Reshape", "Gemm", "MatMul", "BatchNormalization", "Relu", "Sigmoid", "Tanh", "Elu", "Selu",
                                              "Softplus", "Softsign", "Clip", "Softmax", "LogSoftmax", "Mul", "Add", "Sub", "Div", "Pad",
                                              "Dropout", "Identity", "Concat"};
   for (const auto& n : g.nodes)
     if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops))
       fail(name, "node " + n.label() + " (" + n.op +
-                     ") has no embedded form (the importer reads Conv, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
+                     ") has no embedded form (the importer reads Conv, ConvTranspose, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
                      "the activations, Softmax, Clip, Concat, x * c, x / c, x + c, x - c, and the sums, differences and products of two tensors)");
 
   embedded_model m;
@@ -750,6 +812,8 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     const std::string& op = n.op;
     if (op == "Conv") {
       c.conv(n);
+    } else if (op == "ConvTranspose") {
+      c.conv_transpose(n);
     } else if (op == "MaxPool" || op == "AveragePool") {
       c.pool(n, op == "MaxPool");
     } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {

@@ -75,20 +75,38 @@ template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel
   }
 };
 
-/// Conv2DBackpropInput: dx (x's extents) = zeros, then dy[n, oy, ox, co] f[ky, kx, ci, co] added
-/// into dx[n, y, x, ci] for every output pixel, tap and pair of channels.
+/// Conv2DBackpropInput: dx[n, y, x, ci] = the sum of dy[n, oy, ox, co] f[ky, kx, ci, co] over the
+/// output pixels and taps that read (y, x), gathered per element of dx in the order a scatter over
+/// (n, oy, ox, ky, kx, co) adds them (output pixels ascending: taps descending), with no memory
+/// but its own (a transposed convolution's inference on a microcontroller).
 template <class T, class SX, class SF, nn::detail::conv_options P> struct kernel<nn::detail::conv2d_backprop_input_op<T, SX, SF, P>> : nn::detail::conv2d_backprop_input_op<T, SX, SF, P> {
   using op = nn::detail::conv2d_backprop_input_op<T, SX, SF, P>;
-  using op::g, op::out_dims;
+  using op::g;
   void run(T* out, const expr::strided_view<T, 4>& dy, const expr::strided_view<T, 4>& f) const {
     using namespace conv_detail;
-    std::vector<double> acc(product(out_dims));
-    each_tap(g, [&](std::size_t n, std::size_t oy, std::size_t ox, std::size_t ky, std::size_t kx, std::size_t y, std::size_t xx) {
-      for (std::size_t ci = 0; ci < g.c; ++ci)
-        for (std::size_t co = 0; co < g.o; ++co)
-          acc[pixel(g, n, y, xx) * g.c + ci] += double(dy.data[out_pixel(g, n, oy, ox) * g.o + co]) * double(f.data[(tap(g, ky, kx) * g.c + ci) * g.o + co]);
-    });
-    store(out, acc);
+    // The output pixel that reads input row (or column) i through tap k, if one does.
+    const auto reader = [](std::size_t i, std::size_t pad, std::size_t k, std::size_t dilation, std::size_t stride, std::size_t extent, std::size_t& o) {
+      const std::ptrdiff_t t = std::ptrdiff_t(i + pad) - std::ptrdiff_t(k * dilation);
+      if (t < 0 || std::size_t(t) % stride) return false;
+      o = std::size_t(t) / stride;
+      return o < extent;
+    };
+    for (std::size_t n = 0; n < g.n; ++n)
+      for (std::size_t y = 0; y < g.h; ++y)
+        for (std::size_t x = 0; x < g.w; ++x)
+          for (std::size_t ci = 0; ci < g.c; ++ci) {
+            double acc = 0;
+            std::size_t oy = 0, ox = 0;
+            for (std::size_t ky = g.kh; ky-- > 0;) {
+              if (!reader(y, g.pt, ky, g.dh, g.sh, g.oh, oy)) continue;
+              for (std::size_t kx = g.kw; kx-- > 0;) {
+                if (!reader(x, g.pl, kx, g.dw, g.sw, g.ow, ox)) continue;
+                for (std::size_t co = 0; co < g.o; ++co)
+                  acc += double(dy.data[out_pixel(g, n, oy, ox) * g.o + co]) * double(f.data[(tap(g, ky, kx) * g.c + ci) * g.o + co]);
+              }
+            }
+            out[pixel(g, n, y, x) * g.c + ci] = T(acc);
+          }
   }
 };
 
