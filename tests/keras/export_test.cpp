@@ -97,11 +97,11 @@ TEST_CASE("export_header: the test case holds the inputs and the model's outputs
 }
 
 TEST_CASE("export_header: what it cannot write is an error before anything is written, and a file appears whole") {
-  keras::Sequential<keras::Input<float, Shape<4, 4, 2>>, layers::ReLU, layers::Flatten, layers::Dense<2>> capped({}, {.max_value = 6}, {}, {});
+  keras::Sequential<keras::Input<float, Shape<4, 4, 2>>, layers::ReLU, layers::Flatten, layers::Dense<2>> capped({}, {.max_value = 4}, {}, {});
   const std::string path = scratch("refused.hpp");
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(keras::export_header(capped, path),
-                    "ctflow::keras::export_header: layer re_lu (ReLU) has a max_value, negative_slope or threshold: only ReLU() exports");
+                    "ctflow::keras::export_header: layer re_lu (ReLU) has a max_value, negative_slope or threshold: only ReLU() and ReLU(6) export");
   CHECK(!std::filesystem::exists(path));
   keras::Sequential<keras::Input<float, Shape<4, 4, 2>>, layers::ReLU, layers::Flatten, layers::Dense<2>> model;
   CHECK_THROWS_WITH(keras::export_header(model, path, {.device = "gpu"}),
@@ -161,6 +161,24 @@ TEST_CASE("export_header: a functional model's graph as an embedded::Model, what
   CHECK(!std::filesystem::exists(refused_path));
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
     CHECK(e.path().filename().string().find(".keras") == std::string::npos);  // no archive left
+}
+
+TEST_CASE("import_header: a model file ctflow saved, its ReLU(6) a relu6, another max_value an io_error naming the layer") {
+  keras::Input<float, Shape<4>> in;
+  auto h = layers::ReLU{.max_value = 6}(layers::Dense<3>{}(in));
+  keras::Model six(in, layers::Dense<2>{}(h));
+  six.save(scratch("six.keras"));
+  keras::import_header(scratch("six.keras"), scratch("six.hpp"));
+  CHECK_THAT(read_text(scratch("six.hpp")), Catch::Contains("ctflow::embedded::Dense<3, ctflow::keras::activations::linear") &&
+                                                Catch::Contains("ctflow::embedded::Activation<ctflow::keras::activations::relu6>"));
+  keras::Input<float, Shape<4>> in2;
+  keras::Model capped(in2, layers::ReLU{.max_value = 4}(layers::Dense<3>{}(in2)));
+  capped.save(scratch("capped.keras"));
+  CHECK_THROWS_WITH(keras::import_header(scratch("capped.keras"), scratch("capped.hpp")),
+                    Catch::Contains("capped.keras: layer re_lu") &&
+                        Catch::Contains("(ReLU) has a max_value, negative_slope or threshold: only ReLU() and ReLU(6) are imported"));
+  CHECK_THROWS_AS(keras::import_header(scratch("capped.keras"), scratch("capped.hpp")), io_error);
+  CHECK(!std::filesystem::exists(scratch("capped.hpp")));
 }
 
 // ONNX graphs built field by field (ModelProto's wire format), imported as import_header reads

@@ -110,9 +110,10 @@ template <class L> void export_layer(embedded_model& m, const std::string& name,
                   "ctflow::keras::export_header: a Softmax layer exports over the last axis only");
     e.kind = "Activation", e.activation = "softmax";
   } else if constexpr (cls == "ReLU") {
-    if (!(std::isinf(l.f.max_value) && l.f.max_value > 0 && l.f.negative_slope == 0 && l.f.threshold == 0))
-      throw value_error("ctflow::keras::export_header: layer " + name + " (ReLU) has a max_value, negative_slope or threshold: only ReLU() exports");
-    e.kind = "Activation", e.activation = "relu";
+    const bool relu6 = l.f.max_value == 6;  // MobileNet's
+    if (!((relu6 || (std::isinf(l.f.max_value) && l.f.max_value > 0)) && l.f.negative_slope == 0 && l.f.threshold == 0))
+      throw value_error("ctflow::keras::export_header: layer " + name + " (ReLU) has a max_value, negative_slope or threshold: only ReLU() and ReLU(6) export");
+    e.kind = "Activation", e.activation = relu6 ? "relu6" : "relu";
   } else {  // Dropout (has_embedded_form names the rest)
     return;
   }

@@ -231,9 +231,10 @@ inline bool layer_of(const std::string& file, const json& layer, const std::stri
   } else if (cls == "ReLU") {
     const json& c = layer["config"];
     const bool capped = c.contains("max_value") && !c["max_value"].is_null();
-    if (capped || field<double>(file, layer, "negative_slope", 0.0) != 0 || field<double>(file, layer, "threshold", 0.0) != 0)
-      refuse("has a max_value, negative_slope or threshold: only ReLU() is imported");
-    e.kind = "Activation", e.activation = "relu";
+    const bool relu6 = capped && field<double>(file, layer, "max_value", 0.0) == 6;  // MobileNet's
+    if ((capped && !relu6) || field<double>(file, layer, "negative_slope", 0.0) != 0 || field<double>(file, layer, "threshold", 0.0) != 0)
+      refuse("has a max_value, negative_slope or threshold: only ReLU() and ReLU(6) are imported");
+    e.kind = "Activation", e.activation = relu6 ? "relu6" : "relu";
   } else if (cls == "Softmax") {
     const json& axis = layer["config"].contains("axis") ? layer["config"]["axis"] : json(-1);
     if (!(axis == json(-1) || axis == json::array({-1}))) refuse("is over axis " + axis.dump() + ": the embedded softmax is over the last");
