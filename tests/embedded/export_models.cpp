@@ -11,6 +11,8 @@
 //   residual.hpp      a functional model of branches (a residual sum, a gate's product,
 //                     concatenations, a transposed convolution), untrained, on random inputs: an
 //                     embedded::Model;
+//   resnet.hpp        a Sequential of the applications' residual blocks (ResidualBlock, and
+//                     BasicBlock with its projection), untrained, on random inputs;
 //   mlp_int8.hpp,     the MLP and the CNN quantized to int8 (keras::quantize, calibrated on 512
 //   cnn_int8.hpp      training images), with the same test images and the int8 network's outputs;
 //   int8_accuracy.txt each one's test accuracy on the 10,000 test images, float and int8
@@ -22,6 +24,7 @@
 
 #include <ctflow/data.hpp>
 #include <ctflow/keras.hpp>
+#include <ctflow/keras/applications.hpp>
 #include <ctflow/keras/export.hpp>
 #include <ctflow/keras/quantize.hpp>
 
@@ -127,6 +130,11 @@ int main(int argc, char** argv) {
   bn.moving_variance.assign(random_uniform<float, Shape<8>>(4, 0.5, 2.0));
   const auto inputs = random_uniform<float, Shape<dyn, 12, 12, 3>>(5, 0.0, 4.0, {6, 12, 12, 3});
   keras::export_header(zoo, out + "/zoo.hpp", {.name_space = "net"}, inputs);
+  using ResNet = keras::Sequential<keras::Input<float, Shape<12, 12, 3>>, layers::Conv2D<8, 3, layers::same>, layers::BatchNormalization, layers::ReLU,
+                                   keras::applications::ResidualBlock<8>, keras::applications::BasicBlock<16, 2>, layers::GlobalAveragePooling2D,
+                                   layers::Dense<4, activations::softmax>>;
+  ResNet resnet;
+  keras::export_header(resnet, out + "/resnet.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 12, 12, 3>>(7, -1.0, 1.0, {5, 12, 12, 3}));
   auto residual = residual_network();
   keras::export_header(residual, out + "/residual.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 10, 10, 3>>(6, -1.0, 1.0, {6, 10, 10, 3}));
   return 0;

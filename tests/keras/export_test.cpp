@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <ctflow/keras/applications.hpp>
 #include <ctflow/keras/export.hpp>
 
 using namespace ctflow;
@@ -161,6 +162,28 @@ TEST_CASE("export_header: a functional model's graph as an embedded::Model, what
   CHECK(!std::filesystem::exists(refused_path));
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
     CHECK(e.path().filename().string().find(".keras") == std::string::npos);  // no archive left
+}
+
+TEST_CASE("export_header: the ready residual networks' blocks as nodes of an embedded::Model: ResNet-20 whole") {
+  keras::utils::set_random_seed(3);
+  keras::applications::ResNet20<> net;
+  const std::string path = scratch("resnet20.hpp");
+  keras::export_header(net, path, {.name_space = "resnet20"});
+  const std::string h = read_text(path);
+  CHECK_THAT(h, Catch::Contains("(Sequential, 274442 parameters)"));  // Keras's count, the moving statistics too
+  CHECK_THAT(h, Catch::Contains("using model = ctflow::embedded::Model<"));
+  // The stem (conv, batch norm, relu: activations 1 to 3), then the first block: its main path
+  // (4 to 8), the sum of the block's input and the main path, its relu.
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Add, 3, 8>,\n    ctflow::embedded::Node<ctflow::embedded::Activation<ctflow::keras::activations::relu>, 9>"));
+  // The second stack's first block (its input activation 24, after the stem's 3 and three blocks
+  // of 7) projects its input with a strided 1x1 convolution.
+  const auto projection = h.find(".kh = 1, .kw = 1, .sh = 2, .sw = 2");
+  REQUIRE(projection != std::string::npos);
+  const std::string line = h.substr(projection, h.find('\n', projection) - projection);
+  CHECK_THAT(line, Catch::EndsWith("_bias>, 24>,"));
+  std::size_t adds = 0;
+  for (std::size_t at = h.find("embedded::Add"); at != std::string::npos; at = h.find("embedded::Add", at + 1)) ++adds;
+  CHECK(adds == 9);
 }
 
 TEST_CASE("import_header: a model file ctflow saved, its ReLU(6) a relu6, another max_value an io_error naming the layer") {

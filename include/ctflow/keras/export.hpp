@@ -57,8 +57,16 @@ inline void set_window(embedded_layer& e, layers::size2 k, layers::size2 s, laye
 /// The class name of built layer L, as a compile-time string.
 template <class L> constexpr auto class_string() { return ctflow::detail::fixed_string_of<[] { return L::class_name; }>(); }
 
-/// Whether built layer L has an embedded form (export_layer's classes).
+/// Whether built layer L exports as layers of its own (a custom layer of sub-layers, as the
+/// applications' residual blocks: `export_embedded(m, name, export_layer)`).
+template <class L> concept exports_embedded = requires(const L& l, embedded_model& m) {
+  l.export_embedded(m, std::string(), [](const std::string&, const auto&) {});
+};
+
+/// Whether built layer L has an embedded form (export_layer's classes, and custom layers that
+/// export their own).
 template <class L> constexpr bool has_embedded_form() {
+  if constexpr (exports_embedded<L>) return true;
   constexpr std::string_view c = L::class_name;
   for (std::string_view k : {"Dense", "Conv2D", "DepthwiseConv2D", "Conv2DTranspose", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
                              "Flatten", "Reshape", "ZeroPadding2D", "Rescaling", "BatchNormalization", "Activation", "Softmax", "ReLU", "Dropout"})
@@ -81,7 +89,10 @@ template <class L> void export_layer(embedded_model& m, const std::string& name,
   embedded_layer e;
   e.kind = L::class_name;
   e.name = name;
-  if constexpr (cls == "Dense" || cls == "Conv2D" || cls == "DepthwiseConv2D" || cls == "Conv2DTranspose") {
+  if constexpr (exports_embedded<L>) {
+    l.export_embedded(m, name, [&](const std::string& n, const auto& sub) { export_layer(m, n, sub); });
+    return;
+  } else if constexpr (cls == "Dense" || cls == "Conv2D" || cls == "DepthwiseConv2D" || cls == "Conv2DTranspose") {
     using S = typename L::spec;
     e.activation = activation_name<S::activation>();
     if constexpr (cls == "DepthwiseConv2D") e.units = S::multiplier;

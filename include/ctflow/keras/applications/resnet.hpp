@@ -9,6 +9,7 @@
 ///
 ///     static_assert(keras::applications::ResNet20<>::count_params() == 274442);
 
+#include <ctflow/keras/detail/embedded_header.hpp>
 #include <ctflow/keras/layers/activation.hpp>
 #include <ctflow/keras/layers/average_pooling2d.hpp>
 #include <ctflow/keras/layers/batch_normalization.hpp>
@@ -47,6 +48,33 @@ template <class Spec, std::size_t Filters, std::size_t Strides, bool Bias, bool 
       if constexpr (!projects) return relu(x + y);
       else if constexpr (ProjectionNorm) return relu(projection_bn(projection(x, training), training) + y);
       else return relu(projection(x, training) + y);
+    }
+
+    /// Its embedded form, for keras::export_header: the main path's layers (each through
+    /// export_layer(name, built layer), reading the one before), the projection's reading the
+    /// block's input, their sum (shortcut + main path, as call adds them) and its relu.
+    template <class ExportLayer> void export_embedded(keras::detail::embedded_model& m, const std::string& name, ExportLayer&& export_layer) const {
+      const std::size_t input = m.layers.size();  // the activation the block reads
+      const auto add = [&](const char* kind, const std::string& layer_name) -> keras::detail::embedded_layer& {
+        auto& l = m.layers.emplace_back();
+        l.kind = kind, l.name = layer_name, l.activation = std::string(kind) == "Activation" ? "relu" : "linear";
+        return l;
+      };
+      export_layer(conv_a.name, conv_a.layer);
+      export_layer(bn_a.name, bn_a.layer);
+      add("Activation", name + "_relu_a");
+      export_layer(conv_b.name, conv_b.layer);
+      export_layer(bn_b.name, bn_b.layer);
+      const std::size_t main = m.layers.size();
+      std::size_t shortcut = input;
+      if constexpr (projects) {
+        export_layer(projection.name, projection.layer);
+        m.layers.back().inputs = {input};
+        if constexpr (ProjectionNorm) export_layer(projection_bn.name, projection_bn.layer);
+        shortcut = m.layers.size();
+      }
+      add("Add", name + "_add").inputs = {shortcut, main};
+      add("Activation", name + "_relu");
     }
 
    private:
