@@ -76,6 +76,7 @@ inline std::pair<std::size_t, std::size_t> pair_field(const std::string& file, c
 struct weight_reader {
   const io::hdf5::File& h5;
   bool legacy;
+  std::size_t file_bytes;  // the HDF5 file's, which bound what its datasets hold
 
   std::vector<embedded_layer::weight> read(const std::string& key, const std::string& layer, const std::vector<std::string>& names) const {
     std::vector<std::string> datasets;
@@ -93,6 +94,13 @@ struct weight_reader {
       if (!h5.is_dataset(datasets[i])) fail(h5.name(), "layer " + layer + ", weight " + names[i] + ": the file lists " + datasets[i] + " and holds none");
       const auto info = h5.dataset(datasets[i]);
       if (info.type.kind != io::hdf5::ElementType::Kind::floating) fail(h5.name(), "layer " + layer + ", weight " + names[i] + ": " + info.type.name() + " values");
+      // A dataset holds at most the file's bytes, deflated at DEFLATE's largest ratio (1032 to 1).
+      const std::uint64_t most = std::uint64_t(file_bytes) * 1032 / std::max<std::size_t>(info.type.size, 1);
+      std::uint64_t count = info.null ? 0 : 1;
+      for (auto e : info.shape) count = e == 0 ? 0 : count > most / e ? most + 1 : count * e;
+      if (count > most)
+        fail(h5.name(), "layer " + layer + ", weight " + names[i] + ": a dataset of shape " + format_dims(info.shape) + ", more than a file of " +
+                            std::to_string(file_bytes) + " bytes holds");
       embedded_layer::weight w{names[i], std::vector<std::size_t>(info.shape.begin(), info.shape.end()), std::vector<double>(info.count())};
       h5.read(datasets[i], w.values.data());
       out.push_back(std::move(w));
@@ -339,7 +347,7 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   std::vector<std::string> classes;
   for (const auto& l : layers) classes.push_back(l["class_name"].get<std::string>());
   const auto keys = layer_keys(classes, [](const std::string& c) -> const std::string& { return c; });
-  const weight_reader reader{*h5, legacy};
+  const weight_reader reader{*h5, legacy, h5_span.size()};
   // The activation each layer's output is (0 the input; k the output of the network's layer
   // k - 1): a functional layer reads those of the layers its call names, a Sequential's the one
   // before it; a layer that is nothing in inference (Dropout) is its input's.
