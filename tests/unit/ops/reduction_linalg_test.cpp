@@ -149,6 +149,14 @@ TEST_CASE("matmul against a naive product, with transposes, batches and odd size
   check(24, 16, 70);  // one whole vector across: A's values in vectors for 64 steps, 6 left over
   check(1, 16, 33);
   check(37, 45, 53);
+  // After the blocks of 4 vectors, 3 vectors and part of a fourth: for 16 lanes (AVX-512) 50 and
+  // 63 columns, for 4 (NEON) 13, 47 and 113; 8 (AVX2) 29 and 63.
+  check(1, 50, 7);
+  check(5, 63, 20);
+  check(2, 113, 9);
+  check(3, 13, 5);
+  check(4, 47, 3);
+  check(1, 29, 11);
   check(200, 333, 129);
   check(513, 67, 400);
   check(1601, 801, 300);  // packed: several blocks of rows, two of columns and of k; partial micro-tiles

@@ -351,7 +351,8 @@ void small_rows(std::size_t n, std::size_t k, const T* a, std::ptrdiff_t rsa, st
   const std::size_t rest = n - j, vecs = (rest + L - 1) / L;
   if (vecs == 1) small_tile<T, RR, 1>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);
   else if (vecs == 2) small_tile<T, RR, 2>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);
-  else small_tile<T, RR, 3>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);
+  else if (vecs == 3) small_tile<T, RR, 3>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);
+  else small_tile<T, RR, 4>(k, a, rsa, csa, b + j, rsb, c + j, ldc, rest, accumulate);  // 3 vectors and part of a fourth
 }
 
 template <class T>
