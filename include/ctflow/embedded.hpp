@@ -14,5 +14,6 @@
 #include <ctflow/embedded/layers/merge.hpp>
 #include <ctflow/embedded/layers/pooling.hpp>
 #include <ctflow/embedded/layers/quantized.hpp>
+#include <ctflow/embedded/layers/recurrent.hpp>
 #include <ctflow/embedded/layers/reshaping.hpp>
 #include <ctflow/embedded/network.hpp>

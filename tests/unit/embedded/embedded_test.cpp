@@ -3,6 +3,7 @@
 // from their expressions, in networks as export_header writes them.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -184,5 +185,133 @@ TEST_CASE("embedded: merges broadcast as Keras's do, fold from the left, and lea
   for (int i = 0; i < 24; ++i) {
     CHECK(y[i] == expected.data()[i]);
     CHECK(x.data()[i] == before.data()[i]);
+  }
+}
+
+namespace recurrent {
+// Features 3, units 2: LSTM's 4 gates, GRU's 3.
+alignas(64) inline constexpr float lstm_kernel[3 * 8] = {0.3f, -0.2f, 0.5f, 0.1f, -0.4f, 0.2f, 0.6f, -0.1f, 0.2f, 0.4f, -0.3f, 0.7f,
+                                                        0.1f, -0.5f, 0.3f, 0.2f, -0.6f, 0.1f, 0.4f, 0.3f, -0.2f, 0.5f, 0.1f, -0.3f};
+alignas(64) inline constexpr float lstm_recurrent[2 * 8] = {0.2f, 0.1f, -0.3f, 0.4f, 0.5f, -0.2f, 0.1f, 0.3f, -0.1f, 0.6f, 0.2f, -0.4f, 0.3f, 0.1f, -0.5f, 0.2f};
+alignas(64) inline constexpr float lstm_bias[8] = {0.1f, -0.1f, 1.0f, 1.0f, 0.05f, -0.2f, 0.3f, 0.0f};
+alignas(64) inline constexpr float gru_kernel[3 * 6] = {0.3f, -0.2f, 0.5f, 0.1f, -0.4f, 0.2f, 0.6f, -0.1f, 0.2f, 0.4f, -0.3f, 0.7f, 0.1f, -0.5f, 0.3f, 0.2f, -0.6f, 0.1f};
+alignas(64) inline constexpr float gru_recurrent[2 * 6] = {0.2f, 0.1f, -0.3f, 0.4f, 0.5f, -0.2f, -0.1f, 0.6f, 0.2f, -0.4f, 0.3f, 0.1f};
+alignas(64) inline constexpr float gru_bias_after[2 * 6] = {0.1f, -0.1f, 0.2f, 0.0f, 0.3f, -0.2f, 0.05f, 0.1f, -0.3f, 0.2f, 0.0f, 0.4f};
+alignas(64) inline constexpr float gru_bias_before[6] = {0.1f, -0.1f, 0.2f, 0.0f, 0.3f, -0.2f};
+
+double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+// z[g * units + j] = x_t @ kernel + h @ recurrent (+ bias) of gate g, unit j, in doubles.
+std::vector<double> products(const float* kernel, const float* recurrent, std::size_t gates, const float* x, const std::vector<double>& h) {
+  const std::size_t units = h.size(), n = gates * units;
+  std::vector<double> z(2 * n, 0.0);  // the input's, then the state's
+  for (std::size_t c = 0; c < n; ++c) {
+    for (std::size_t f = 0; f < 3; ++f) z[c] += double(x[f]) * kernel[f * n + c];
+    for (std::size_t k = 0; k < units; ++k) z[n + c] += h[k] * recurrent[k * n + c];
+  }
+  return z;
+}
+// Keras's LSTM and GRU cells step by step over [batch, steps, 3], every step's state kept.
+std::vector<double> lstm(const float* x, std::size_t batch, std::size_t steps, bool backwards) {
+  std::vector<double> out;
+  for (std::size_t b = 0; b < batch; ++b) {
+    std::vector<double> h(2, 0.0), c(2, 0.0);
+    for (std::size_t t = 0; t < steps; ++t) {
+      const auto z = products(lstm_kernel, lstm_recurrent, 4, x + (b * steps + (backwards ? steps - 1 - t : t)) * 3, h);
+      for (std::size_t j = 0; j < 2; ++j) {
+        const auto gate = [&](std::size_t g) { return z[g * 2 + j] + z[8 + g * 2 + j] + lstm_bias[g * 2 + j]; };
+        c[j] = sigmoid(gate(1)) * c[j] + sigmoid(gate(0)) * std::tanh(gate(2));
+        h[j] = sigmoid(gate(3)) * std::tanh(c[j]);
+      }
+      out.insert(out.end(), h.begin(), h.end());
+    }
+  }
+  return out;
+}
+std::vector<double> gru(const float* x, std::size_t batch, std::size_t steps, bool reset_after) {
+  std::vector<double> out;
+  for (std::size_t b = 0; b < batch; ++b) {
+    std::vector<double> h(2, 0.0);
+    for (std::size_t t = 0; t < steps; ++t) {
+      const auto z = products(gru_kernel, gru_recurrent, 3, x + (b * steps + t) * 3, h);
+      std::vector<double> next(2);
+      for (std::size_t j = 0; j < 2; ++j) {
+        const float* bias = reset_after ? gru_bias_after : gru_bias_before;
+        const auto input = [&](std::size_t g) { return z[g * 2 + j] + bias[g * 2 + j]; };
+        const auto state = [&](std::size_t g) { return z[6 + g * 2 + j] + (reset_after ? gru_bias_after[6 + g * 2 + j] : 0.0); };
+        const double u = sigmoid(input(0) + state(0)), r = sigmoid(input(1) + state(1));
+        double candidate;
+        if (reset_after) {
+          candidate = std::tanh(input(2) + r * state(2));
+        } else {
+          double s = 0;
+          for (std::size_t k = 0; k < 2; ++k) {
+            const double rk = sigmoid(z[2 + k] + bias[2 + k] + z[6 + 2 + k]);  // r of unit k
+            s += rk * h[k] * gru_recurrent[k * 6 + 4 + j];
+          }
+          candidate = std::tanh(input(2) + s);
+        }
+        next[j] = u * h[j] + (1 - u) * candidate;
+      }
+      h = next;
+      out.insert(out.end(), h.begin(), h.end());
+    }
+  }
+  return out;
+}
+}  // namespace recurrent
+
+TEST_CASE("embedded: LSTM and GRU step as Keras's cells: every step or the last, backwards, the reset gate after or before") {
+  using activations::sigmoid;
+  using activations::tanh;
+  constexpr std::size_t batch = 2, steps = 4;
+  const auto x = input<Shape<batch, steps, 3>>(7, -1.5, 1.5);
+  const auto check = [&](const float* y, const std::vector<double>& every, bool sequences) {
+    for (std::size_t b = 0; b < batch; ++b)
+      for (std::size_t t = sequences ? 0 : steps - 1; t < steps; ++t)
+        for (std::size_t j = 0; j < 2; ++j) {
+          const float got = sequences ? y[(b * steps + t) * 2 + j] : y[b * 2 + j];
+          CHECK(got == Approx(every[(b * steps + t) * 2 + j]).margin(2e-6));
+        }
+  };
+  {
+    using Net = embedded::Sequential<embedded::Input<float, Shape<batch, steps, 3>>,
+                                     embedded::LSTM<2, tanh, sigmoid, embedded::recurrence{.return_sequences = true}, recurrent::lstm_kernel,
+                                                    recurrent::lstm_recurrent, recurrent::lstm_bias>>;
+    static_assert(std::is_same_v<Net::output_shape, Shape<batch, steps, 2>>);
+    static_assert(Net::scratch_bytes == 3 * 64);  // the two products and the cell state
+    static_assert(Net::count_params() == 24 + 16 + 8);
+    float y[batch * steps * 2];
+    Net::predict(x.data(), y);
+    check(y, recurrent::lstm(x.data(), batch, steps, false), true);
+  }
+  {
+    using Net = embedded::Sequential<embedded::Input<float, Shape<batch, steps, 3>>,
+                                     embedded::LSTM<2, tanh, sigmoid, embedded::recurrence{.go_backwards = true}, recurrent::lstm_kernel,
+                                                    recurrent::lstm_recurrent, recurrent::lstm_bias>>;
+    static_assert(std::is_same_v<Net::output_shape, Shape<batch, 2>>);
+    float y[batch * 2];
+    Net::predict(x.data(), y);
+    check(y, recurrent::lstm(x.data(), batch, steps, true), false);
+  }
+  for (const bool after : {true, false}) {
+    float y[batch * steps * 2], last[batch * 2];
+    if (after) {
+      embedded::Sequential<embedded::Input<float, Shape<batch, steps, 3>>,
+                           embedded::GRU<2, tanh, sigmoid, embedded::recurrence{.return_sequences = true}, recurrent::gru_kernel, recurrent::gru_recurrent,
+                                         recurrent::gru_bias_after>>::predict(x.data(), y);
+      embedded::Sequential<embedded::Input<float, Shape<batch, steps, 3>>,
+                           embedded::GRU<2, tanh, sigmoid, embedded::recurrence{}, recurrent::gru_kernel, recurrent::gru_recurrent, recurrent::gru_bias_after>>::
+          predict(x.data(), last);
+    } else {
+      embedded::Sequential<embedded::Input<float, Shape<batch, steps, 3>>,
+                           embedded::GRU<2, tanh, sigmoid, embedded::recurrence{.return_sequences = true, .reset_after = false}, recurrent::gru_kernel,
+                                         recurrent::gru_recurrent, recurrent::gru_bias_before>>::predict(x.data(), y);
+      embedded::Sequential<embedded::Input<float, Shape<batch, steps, 3>>,
+                           embedded::GRU<2, tanh, sigmoid, embedded::recurrence{.reset_after = false}, recurrent::gru_kernel, recurrent::gru_recurrent,
+                                         recurrent::gru_bias_before>>::predict(x.data(), last);
+    }
+    const auto expected = recurrent::gru(x.data(), batch, steps, after);
+    check(y, expected, true);
+    check(last, expected, false);
   }
 }
