@@ -13,6 +13,9 @@
 //                     embedded::Model;
 //   resnet.hpp        a Sequential of the applications' residual blocks (ResidualBlock, and
 //                     BasicBlock with its projection), untrained, on random inputs;
+//   rnn.hpp           a network of the recurrent layers (an LSTM of every step, a GRU backwards with
+//                     its reset gate before its product, a GRU of the last step), untrained, on
+//                     random sequences;
 //   mlp_int8.hpp,     the MLP and the CNN quantized to int8 (keras::quantize, calibrated on 512
 //   cnn_int8.hpp      training images), with the same test images and the int8 network's outputs;
 //   int8_accuracy.txt each one's test accuracy on the 10,000 test images, float and int8
@@ -137,5 +140,10 @@ int main(int argc, char** argv) {
   keras::export_header(resnet, out + "/resnet.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 12, 12, 3>>(7, -1.0, 1.0, {5, 12, 12, 3}));
   auto residual = residual_network();
   keras::export_header(residual, out + "/residual.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 10, 10, 3>>(6, -1.0, 1.0, {6, 10, 10, 3}));
+  using Rnn = keras::Sequential<keras::Input<float, Shape<9, 5>>, layers::LSTM<12, layers::return_sequences<true>>,
+                                layers::GRU<6, layers::return_sequences<true>, layers::go_backwards<true>, layers::reset_after<false>>, layers::GRU<5>,
+                                layers::Dense<3, activations::softmax>>;
+  Rnn rnn;
+  keras::export_header(rnn, out + "/rnn.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 9, 5>>(8, -2.0, 2.0, {6, 9, 5}));
   return 0;
 }

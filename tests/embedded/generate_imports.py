@@ -17,7 +17,10 @@ gammas positive, so that every weight shows in the outputs.
                without its center, Activation, GlobalAveragePooling2D, Dense with softmax);
   branches     a functional model of branches: a residual sum (Add) over a Conv2D's output,
                two branches joined by Concatenate, Multiply, Subtract, Maximum, Minimum and
-               Average of them, both global poolings concatenated, Dropout, Dense with softmax.
+               Average of them, both global poolings concatenated, Dropout, Dense with softmax;
+  recurrent    a Sequential model of the recurrent layers: an LSTM of every step, a GRU backwards
+               with its reset gate before its product, a GRU of every step (reset after), an LSTM
+               without bias of relu and hard_sigmoid, Dense with softmax.
 """
 import os
 import sys
@@ -82,6 +85,17 @@ def branches():
     return keras.Model(inputs, outputs)
 
 
+def recurrent():
+    return keras.Sequential([
+        keras.Input((7, 5)),
+        layers.LSTM(6, return_sequences=True),
+        layers.GRU(5, return_sequences=True, go_backwards=True, reset_after=False),
+        layers.GRU(4, return_sequences=True),
+        layers.LSTM(5, use_bias=False, activation="relu", recurrent_activation="hard_sigmoid"),
+        layers.Dense(3, activation="softmax"),
+    ])
+
+
 def write(name, model, x):
     r = np.random.default_rng(7)
     for w in model.weights:
@@ -100,7 +114,7 @@ def write(name, model, x):
 def main(names):
     r = np.random.default_rng(3)
     models = [("conv_zoo", conv_zoo, r.uniform(0, 4, size=(4, 12, 10, 3))), ("chain", chain, r.uniform(-1, 1, size=(3, 8, 8, 2))),
-              ("branches", branches, r.uniform(-1, 1, size=(3, 8, 8, 3)))]
+              ("branches", branches, r.uniform(-1, 1, size=(3, 8, 8, 3))), ("recurrent", recurrent, r.uniform(-2, 2, size=(4, 7, 5)))]
     for name, model, x in models:
         if not names or name in names:
             write(name, model(), x.astype("float32"))

@@ -68,7 +68,7 @@ template <class L> concept exports_embedded = requires(const L& l, embedded_mode
 template <class L> constexpr bool has_embedded_form() {
   if constexpr (exports_embedded<L>) return true;
   constexpr std::string_view c = L::class_name;
-  for (std::string_view k : {"Dense", "Conv2D", "DepthwiseConv2D", "Conv2DTranspose", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
+  for (std::string_view k : {"Dense", "Conv2D", "DepthwiseConv2D", "Conv2DTranspose", "LSTM", "GRU", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
                              "Flatten", "Reshape", "ZeroPadding2D", "Rescaling", "BatchNormalization", "Activation", "Softmax", "ReLU", "Dropout"})
     if (c == k) return true;
   return false;
@@ -99,6 +99,15 @@ template <class L> void export_layer(embedded_model& m, const std::string& name,
     else e.units = std::size_t(L::output_shape::extents[std::size_t(L::output_shape::rank - 1)]);
     if constexpr (cls != "Dense") set_window(e, S::kernel_size, S::stride, S::dilation, S::padding);
     e.weights.push_back(exported_weight("kernel", l.kernel));
+    if constexpr (S::has_bias) e.weights.push_back(exported_weight("bias", l.bias));
+  } else if constexpr (cls == "LSTM" || cls == "GRU") {
+    using S = typename L::spec;
+    e.units = L::units;
+    e.activation = activation_name<S::activation>();
+    e.recurrent_activation = activation_name<S::recurrent_activation>();
+    e.return_sequences = S::sequences, e.go_backwards = S::backwards;
+    if constexpr (cls == "GRU") e.reset_after = S::after;
+    e.weights = {exported_weight("kernel", l.kernel), exported_weight("recurrent_kernel", l.recurrent_kernel)};
     if constexpr (S::has_bias) e.weights.push_back(exported_weight("bias", l.bias));
   } else if constexpr (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
     using S = typename L::spec;

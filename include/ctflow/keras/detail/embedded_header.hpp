@@ -27,7 +27,7 @@ struct export_options {
 namespace detail {
 
 /// A layer of an embedded network: its embedded class (`kind`: "Dense", "Conv2D",
-/// "DepthwiseConv2D", "Conv2DTranspose", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+/// "DepthwiseConv2D", "Conv2DTranspose", "LSTM", "GRU", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
 /// "GlobalMaxPooling2D", "Flatten", "Reshape", "ZeroPadding2D", "Rescaling",
 /// "BatchNormalization", "Activation"; int8: "Quantize", "Dequantize", "QuantizedDense",
 /// "QuantizedConv2D", "QuantizedDepthwiseConv2D", "QuantizedMaxPooling2D",
@@ -48,10 +48,13 @@ struct embedded_layer {
   /// (empty: the layer before it, or the input for the first).
   std::vector<std::size_t> inputs;
   int axis = -1;  // Concatenate's, the batch axis 0
-  std::size_t units = 0;  // Dense's units, Conv2D's and Conv2DTranspose's filters, DepthwiseConv2D's depth multiplier
+  std::size_t units = 0;  // Dense's, LSTM's and GRU's units, Conv2D's and Conv2DTranspose's filters, DepthwiseConv2D's depth multiplier
   std::size_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;  // a window
   std::string padding = "valid";  // "valid" or "same", as Keras's layers take it
   std::string activation = "linear";  // a keras::activations name
+  // LSTM's and GRU's: their gates' activation and flags.
+  std::string recurrent_activation = "sigmoid";
+  bool return_sequences = false, go_backwards = false, reset_after = true;
   double scale = 1, offset = 0, epsilon = 1e-3;
   std::array<std::size_t, 4> pads{};  // ZeroPadding2D's top, bottom, left and right
   std::vector<std::size_t> target;    // Reshape's, without the batch axis

@@ -133,13 +133,21 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
       params += count;
     }
     if (!embedded_activation(l.activation)) refuse(l, "activation " + l.activation + " has no embedded form");
+    const bool recurrent = l.kind == "LSTM" || l.kind == "GRU";
+    if (recurrent && (normalizing(l.activation) || normalizing(l.recurrent_activation) || !embedded_activation(l.recurrent_activation)))
+      refuse(l, "activations " + l.activation + " and " + l.recurrent_activation + ": a recurrent layer's must be element-wise");
     if (l.padding != "valid" && l.padding != "same") refuse(l, "padding " + l.padding + ": give valid or same");
     // A softmax activation is a layer of its own: it needs the rows' maxima and sums.
     const std::string a = activation(normalizing(l.activation) ? "linear" : l.activation);
-    const bool split = normalizing(l.activation) && l.kind != "Activation";
+    const bool split = normalizing(l.activation) && l.kind != "Activation" && !recurrent;
     if (l.kind == "Dense") layer("ctflow::embedded::Dense<" + n(l.units) + ", " + a + args + ">");
     else if (l.kind == "Conv2D" || l.kind == "DepthwiseConv2D" || l.kind == "Conv2DTranspose") layer("ctflow::embedded::" + l.kind + "<" + n(l.units) + ", " + window(l) + ", " + a + args + ">");
-    else if (l.kind == "MaxPooling2D" || l.kind == "AveragePooling2D") layer("ctflow::embedded::" + l.kind + "<" + window(l) + ">");
+    else if (recurrent) {
+      const auto flag = [](bool b) { return b ? "true" : "false"; };
+      layer("ctflow::embedded::" + l.kind + "<" + n(l.units) + ", " + activation(l.activation) + ", " + activation(l.recurrent_activation) +
+            ", ctflow::embedded::recurrence{.return_sequences = " + flag(l.return_sequences) + ", .go_backwards = " + flag(l.go_backwards) +
+            (l.kind == "GRU" ? std::string(", .reset_after = ") + flag(l.reset_after) : std::string()) + "}" + args + ">");
+    } else if (l.kind == "MaxPooling2D" || l.kind == "AveragePooling2D") layer("ctflow::embedded::" + l.kind + "<" + window(l) + ">");
     else if (l.kind == "GlobalAveragePooling2D" || l.kind == "GlobalMaxPooling2D" || l.kind == "Flatten") layer("ctflow::embedded::" + l.kind);
     else if (l.kind == "Reshape") {
       std::string target;

@@ -183,6 +183,27 @@ inline bool layer_of(const std::string& file, const json& layer, const std::stri
     e.weights = r.read(key, name, bias ? std::vector<std::string>{"kernel", "bias"} : std::vector<std::string>{"kernel"});
     check_shape(file, name, e.weights[0], {e.kh, e.kw, e.units, 0});
     if (bias) check_shape(file, name, e.weights[1], {e.units});
+  } else if (cls == "LSTM" || cls == "GRU") {
+    activation();
+    const json& ra = layer["config"].contains("recurrent_activation") ? layer["config"]["recurrent_activation"] : json("sigmoid");
+    if (!ra.is_string() || !embedded_activation(ra.get<std::string>())) refuse("has the recurrent activation " + ra.dump() + ", which has no embedded form");
+    e.recurrent_activation = ra.get<std::string>();
+    if (field<bool>(file, layer, "return_state", false)) refuse("returns its state: the embedded layer returns its output only");
+    if (field<bool>(file, layer, "stateful", false)) refuse("is stateful: the embedded layer starts each call from a zero state");
+    if (field<bool>(file, layer, "time_major", false)) refuse("is time major: the embedded layer takes [batch, timesteps, features]");
+    e.units = field<std::size_t>(file, layer, "units", 0);
+    if (e.units == 0) refuse("has no units");
+    e.return_sequences = field<bool>(file, layer, "return_sequences", false);
+    e.go_backwards = field<bool>(file, layer, "go_backwards", false);
+    e.reset_after = cls == "GRU" && field<bool>(file, layer, "reset_after", true);
+    const bool bias = field<bool>(file, layer, "use_bias", true);
+    const std::size_t gates = (cls == "LSTM" ? 4 : 3) * e.units;
+    // Keras 3's archive keeps an RNN's weights under its cell; tf.keras's .h5 lists them.
+    e.weights = r.read(r.legacy ? key : key + "/cell", name,
+                       bias ? std::vector<std::string>{"kernel", "recurrent_kernel", "bias"} : std::vector<std::string>{"kernel", "recurrent_kernel"});
+    check_shape(file, name, e.weights[0], {0, gates});
+    check_shape(file, name, e.weights[1], {e.units, gates});
+    if (bias) check_shape(file, name, e.weights[2], e.reset_after ? std::vector<std::size_t>{2, gates} : std::vector<std::size_t>{gates});
   } else if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
     channels_last();
     window(true);

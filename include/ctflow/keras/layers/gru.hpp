@@ -59,6 +59,7 @@ template <std::size_t Units, auto... Options> struct GRU {
     static constexpr std::size_t features = In::extents[2], units = Units, gates = 3 * Units;
     static_assert(features != dyn, "ctflow::keras::GRU: the input's features (its last axis) must have a static extent");
     static constexpr const char* class_name = "GRU";
+    using spec = GRU;  // its activations and flags
     static constexpr const char* cell_class_name = "GRUCell";
     static constexpr bool differentiates_itself = true;
     static constexpr bool consumes_mask = true;

@@ -62,6 +62,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
     static constexpr std::size_t features = In::extents[2], units = Units, gates = 4 * Units;
     static_assert(features != dyn, "ctflow::keras::LSTM: the input's features (its last axis) must have a static extent");
     static constexpr const char* class_name = "LSTM";
+    using spec = LSTM;  // its activations and flags
     static constexpr const char* cell_class_name = "LSTMCell";
     static constexpr bool differentiates_itself = true;
     static constexpr bool consumes_mask = true;
