@@ -37,9 +37,11 @@ struct recurrence {
 
 namespace detail {
 
-/// What a recurrent layer of Gates gates of Units units over input In, with flags R, shares:
-/// shapes, the time step each step reads, and the scratch of the step's two products.
-template <class T, ShapeType In, std::size_t Units, std::size_t Gates, recurrence R> struct recurrent_base {
+/// What a recurrent layer of Gates gates of Units units over input In, with flags R, activations
+/// and weights, shares: shapes, parameters, the time step each step reads, and the scratch of the
+/// step's two products.
+template <class T, ShapeType In, std::size_t Units, std::size_t Gates, recurrence R, auto Activation, auto RecurrentActivation, const auto&... Weights>
+struct recurrent_base {
   static_assert(In::rank == 3, "ctflow::embedded: a recurrent layer's input must be [batch, timesteps, features]");
   static constexpr std::size_t batch = In::extents[0], steps = In::extents[1], features = In::extents[2];
   static_assert(steps > 0, "ctflow::embedded: a recurrent layer's input has no timesteps");
@@ -48,6 +50,9 @@ template <class T, ShapeType In, std::size_t Units, std::size_t Gates, recurrenc
   using row = Shape<1, extent_t(Units)>;
   using gates_row = Shape<1, extent_t(Gates * Units)>;
   static constexpr placement place = placement::buffer;
+  static constexpr std::size_t params = (std::size_t(0) + ... + length<Weights>);
+  static_assert(elementwise_activation<Activation, T, row> && elementwise_activation<RecurrentActivation, T, row>,
+                "ctflow::embedded: a recurrent layer's activations must be element-wise");
   /// The step's input product and recurrent product, each [1, gates].
   static constexpr std::size_t product_bytes = aligned(Gates * Units * sizeof(T));
   /// The time step that step t reads.
@@ -76,13 +81,11 @@ template <std::size_t Units, auto Activation, auto RecurrentActivation, recurren
 struct LSTM {
   static_assert(sizeof...(Bias) <= 1, "ctflow::embedded::LSTM: give a kernel, a recurrent kernel and at most one bias");
   static_assert(Units > 0, "ctflow::embedded::LSTM: units must be positive");
-  template <class T, ShapeType In> struct built : detail::recurrent_base<T, In, Units, 4, R> {
-    using base = detail::recurrent_base<T, In, Units, 4, R>;
+  template <class T, ShapeType In>
+  struct built : detail::recurrent_base<T, In, Units, 4, R, Activation, RecurrentActivation, Kernel, RecurrentKernel, Bias...> {
+    using base = typename built::recurrent_base;
     using typename base::output_shape;
     using typename base::row;
-    static constexpr std::size_t params = detail::length<Kernel> + detail::length<RecurrentKernel> + (std::size_t(0) + ... + detail::length<Bias>);
-    static_assert(detail::elementwise_activation<Activation, T, row> && detail::elementwise_activation<RecurrentActivation, T, row>,
-                  "ctflow::embedded::LSTM: its activations must be element-wise");
     /// The two products and the cell state [1, units].
     static constexpr std::size_t scratch_bytes = 2 * base::product_bytes + detail::aligned(Units * sizeof(T));
 
@@ -126,13 +129,11 @@ template <std::size_t Units, auto Activation, auto RecurrentActivation, recurren
 struct GRU {
   static_assert(sizeof...(Bias) <= 1, "ctflow::embedded::GRU: give a kernel, a recurrent kernel and at most one bias");
   static_assert(Units > 0, "ctflow::embedded::GRU: units must be positive");
-  template <class T, ShapeType In> struct built : detail::recurrent_base<T, In, Units, 3, R> {
-    using base = detail::recurrent_base<T, In, Units, 3, R>;
+  template <class T, ShapeType In>
+  struct built : detail::recurrent_base<T, In, Units, 3, R, Activation, RecurrentActivation, Kernel, RecurrentKernel, Bias...> {
+    using base = typename built::recurrent_base;
     using typename base::output_shape;
     using typename base::row;
-    static constexpr std::size_t params = detail::length<Kernel> + detail::length<RecurrentKernel> + (std::size_t(0) + ... + detail::length<Bias>);
-    static_assert(detail::elementwise_activation<Activation, T, row> && detail::elementwise_activation<RecurrentActivation, T, row>,
-                  "ctflow::embedded::GRU: its activations must be element-wise");
     static constexpr std::size_t scratch_bytes = 2 * base::product_bytes;
 
     template <class D> static void run(const TensorView<const T, In, D>& x, TensorView<T, output_shape, D> y, std::byte* scratch) {
