@@ -19,9 +19,10 @@ outputs for them).
   onnx_gap   [N, 3, 9, 9]: a strided Conv of auto_pad SAME_UPPER, Elu, a 1x1 Conv, MaxPool of
              TensorFlow's SAME pads, GlobalAveragePool, BatchNormalization, Flatten, Gemm, LogSoftmax;
   onnx_mlp   [N, 2, 3, 4]: Reshape to [N, -1], MatMul + Add, Relu, Gemm (transB), Softmax.
-And the graphs ctflow-import refuses: refused_lstm.onnx (an LSTM node), refused_extents.onnx (an
-Add of two branches of different extents), refused_opset9.onnx (opset 9) and refused_truncated.onnx (onnx_cnn's first
-half).
+And the graphs ctflow-import refuses: refused_lstm.onnx (an LSTM node reading the
+graph's input [N, T, F] as its [T, N, F], with no Transpose before it), refused_extents.onnx (an
+Add of two branches of different extents), refused_opset9.onnx (opset 9), refused_truncated.onnx (onnx_cnn's first
+half) and refused_bidirectional.onnx (a bidirectional LSTM).
 """
 import os
 import sys
@@ -132,6 +133,10 @@ def refused():
     g = Graph("refused_opset9", [4])
     g.node("Gemm", g.weight(4, 2), g.weight(2))
     yield "refused_opset9", g.model(["batch", 2], opset=9)
+    g = Graph("refused_bidirectional", [5, 3])
+    g.node("Transpose", perm=[1, 0, 2])
+    g.node("LSTM", g.weight(2, 8, 3), g.weight(2, 8, 2), hidden_size=2, direction="bidirectional")
+    yield "refused_bidirectional", g.model([5, 2, "batch", 2])
 
 
 def write(name, model, x):

@@ -19,7 +19,13 @@ eval mode):
   torch_unet [N, 2, 12, 12]: a U-Net's step: a strided Conv2d down, ConvTranspose2d(2, stride 2)
              up, concatenated with the skip (Concat), ConvTranspose2d(3, padding 1) (TensorFlow's
              SAME), ConvTranspose2d(3, stride 2) without bias (VALID) + Tanh, MaxPool2d, Flatten,
-             Linear.
+             Linear;
+  torch_rnn  [N, 7, 5]: a two-layer LSTM (batch_first; the exporter writes an LSTM node a layer,
+             time first, between a Transpose and a Squeeze, their zero initial states a
+             ConstantOfShape of the input's Shape and its Slices), a GRU, the last step
+             (y[:, -1]: a Gather), Linear;
+  torch_gru  [N, 6, 4]: a GRU of every step, an LSTM, its last state (h[-1]: a Gather of Y_h),
+             Linear, ReLU, Linear, Softmax.
 """
 import os
 import sys
@@ -97,6 +103,32 @@ class UNet(torch.nn.Module):
         return self.head(torch.flatten(x, 1))
 
 
+class RNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(5, 8, num_layers=2, batch_first=True)
+        self.gru = torch.nn.GRU(8, 6, batch_first=True)
+        self.head = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        y, _ = self.gru(y)
+        return self.head(y[:, -1])
+
+
+class GRU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(4, 7, batch_first=True)
+        self.lstm = torch.nn.LSTM(7, 5, batch_first=True)
+        self.head = torch.nn.Sequential(torch.nn.Linear(5, 6), torch.nn.ReLU(), torch.nn.Linear(6, 4), torch.nn.Softmax(dim=1))
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        _, (h, _) = self.lstm(y)
+        return self.head(h[-1])
+
+
 def write(name, model, x):
     model.eval()
     path = os.path.join(DATA, name + ".onnx")
@@ -115,6 +147,8 @@ def main():
     write("torch_cnn", cnn(), r.uniform(0, 1, size=(4, 1, 28, 28)).astype("float32"))
     write("torch_resnet", ResNet(), r.uniform(0, 1, size=(3, 1, 16, 16)).astype("float32"))
     write("torch_unet", UNet(), r.uniform(-1, 1, size=(3, 2, 12, 12)).astype("float32"))
+    write("torch_rnn", RNN(), r.uniform(-1, 1, size=(4, 7, 5)).astype("float32"))
+    write("torch_gru", GRU(), r.uniform(-1, 1, size=(3, 6, 4)).astype("float32"))
 
 
 if __name__ == "__main__":

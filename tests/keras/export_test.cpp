@@ -219,15 +219,29 @@ struct onnx_graph {
   std::string body;  // GraphProto's fields
 
   using attributes = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
+  using texts = std::vector<std::pair<std::string, std::vector<std::string>>>;
   /// A node of op over inputs into out, its integer attributes (one value: an int; more: a list)
   /// and float ones.
   void node(const std::string& op, const std::vector<std::string>& in, const std::string& out, const attributes& ints = {},
             const std::vector<std::pair<std::string, float>>& floats = {}) {
+    outputs(op, in, {out}, ints, floats);
+  }
+  /// A node of several outputs (named after the first), and string attributes (one: a string;
+  /// activations: a list).
+  void outputs(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out, const attributes& ints = {},
+               const std::vector<std::pair<std::string, float>>& floats = {}, const texts& strings = {}) {
     pbw{body}.message(1, [&](pbw& n) {
       for (const auto& i : in) n.bytes(1, i);
-      n.bytes(2, out);
-      n.bytes(3, out);
+      for (const auto& o : out) n.bytes(2, o);
+      n.bytes(3, out[0]);
       n.bytes(4, op);
+      for (const auto& [name, v] : strings)
+        n.message(5, [&](pbw& a) {
+          a.bytes(1, name);
+          if (name == "activations")
+            for (const auto& text : v) a.bytes(9, text);
+          else a.bytes(4, v[0]);
+        });
       for (const auto& [name, v] : ints)
         n.message(5, [&](pbw& a) {
           a.bytes(1, name);
@@ -425,6 +439,146 @@ TEST_CASE("import_header, ONNX: branches joined by Add, Mul and Concat, an activ
   CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Concatenate<1>, 5, 3>"));
 }
 
+namespace {
+
+/// A recurrent node as PyTorch's exporter writes one of batch_first=True over x [N, 3, 2], 2
+/// units: its zero initial state a ConstantOfShape of [1, N, 2] from x's Shape, x transposed to
+/// [T, N, F], the node (W, R and B counting 0, 1, 2, ...), then what leads to `output`: by
+/// default its last step (Y squeezed, transposed back and its step -1 gathered).
+struct recurrent_graph {
+  std::string op = "LSTM";
+  onnx_graph::attributes ints = {};
+  onnx_graph::texts strings = {};
+  std::vector<std::int64_t> perm = {1, 0, 2};
+  std::string initial = "h0";  // the initial state: the ConstantOfShape's, or a constant's ("ones")
+  float step = -1;             // the step gathered
+  std::string output = "last";
+
+  onnx_graph graph() const {
+    const std::int64_t gates = op == "LSTM" ? 8 : 6;
+    onnx_graph g;
+    g.input({-1, 3, 2});
+    g.node("Shape", {"x"}, "shape");
+    g.init("zero", {}, {0.f}, true);
+    g.node("Gather", {"shape", "zero"}, "n", {{"axis", {0}}});
+    g.init("axes0", {1}, {0.f}, true);
+    g.node("Unsqueeze", {"n", "axes0"}, "n1");
+    g.init("one", {1}, {1.f}, true);
+    g.init("units", {1}, {2.f}, true);
+    g.node("Concat", {"one", "n1", "units"}, "state_shape", {{"axis", {0}}});
+    g.node("ConstantOfShape", {"state_shape"}, "h0");
+    g.init("ones", {1, 1, 2}, {1.f, 1.f});
+    g.node("Transpose", {"x"}, "xt", {{"perm", perm}});
+    g.init("W", {1, gates, 2}), g.init("R", {1, gates, 2}), g.init("B", {1, 2 * gates});
+    std::vector<std::string> in = {"xt", "W", "R", "B", "", initial};
+    std::vector<std::string> out = {"Y", "Y_h"};
+    if (op == "LSTM") in.push_back("h0"), out.push_back("Y_c");
+    onnx_graph::attributes a = ints;
+    a.push_back({"hidden_size", {2}});
+    g.outputs(op, in, out, a, {}, strings);
+    // Only what leads to the output reads the node's outputs.
+    if (output == "state") {
+      g.init("minus_one", {}, {-1.f}, true);
+      g.node("Gather", {"Y_h", "minus_one"}, "state", {{"axis", {0}}});
+    } else if (output != "Y_c") {
+      g.init("axes1", {1}, {1.f}, true);
+      g.node("Squeeze", {"Y", "axes1"}, "ys");
+      if (output == "relu_of_time_first") {
+        g.node("Relu", {"ys"}, "relu_of_time_first");
+      } else if (output != "ys") {
+        g.node("Transpose", {"ys"}, "yb", {{"perm", {1, 0, 2}}});
+        g.init("step", {}, {step}, true);
+        if (output == "last") g.node("Gather", {"yb", "step"}, "last", {{"axis", {1}}});
+      }
+    }
+    g.output(output);
+    return g;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("import_header, ONNX: LSTM and GRU as PyTorch's exporter writes them, made Keras's layers over [N, T, F]") {
+  // The LSTM's last step: Keras's LSTM of 2 units without return_sequences; its gates [i, o, f, c]
+  // reordered to Keras's [i, f, c, o] (Keras's gate k is ONNX's of[k]), W [1, 8, 2] made the
+  // kernel [2, 8], the two biases summed.
+  const auto m = import_onnx(recurrent_graph{}.graph());
+  REQUIRE(kinds(m) == "LSTM(tanh)");
+  CHECK(m.input == std::vector<std::size_t>{3, 2});
+  CHECK(m.channels_first_input.empty());
+  const auto& l = m.layers[0];
+  CHECK(l.units == 2);
+  CHECK(l.recurrent_activation == "sigmoid");
+  CHECK_FALSE(l.return_sequences);
+  REQUIRE(l.weights.size() == 3);
+  REQUIRE(l.weights[0].shape == std::vector<std::size_t>{2, 8});
+  REQUIRE(l.weights[1].shape == std::vector<std::size_t>{2, 8});
+  REQUIRE(l.weights[2].shape == std::vector<std::size_t>{8});
+  const std::size_t of[4] = {0, 2, 3, 1};
+  for (std::size_t k = 0; k < 4; ++k)
+    for (std::size_t j = 0; j < 2; ++j) {
+      for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(l.weights[0].values[i * 8 + k * 2 + j] == double((of[k] * 2 + j) * 2 + i));
+        CHECK(l.weights[1].values[i * 8 + k * 2 + j] == double((of[k] * 2 + j) * 2 + i));
+      }
+      CHECK(l.weights[2].values[k * 2 + j] == double(2 * (of[k] * 2 + j) + 8));
+    }
+  // Every step: return_sequences, the network's output [N, 3, 2].
+  recurrent_graph every;
+  every.output = "yb";
+  const auto steps = import_onnx(every.graph());
+  REQUIRE(kinds(steps) == "LSTM(tanh)");
+  CHECK(steps.layers[0].return_sequences);
+  // The GRU's last state (Y_h's direction 0): gates [z, r, h] as Keras's; linear_before_reset is
+  // Keras's reset_after, its bias [input; recurrent]; without it, the two summed.
+  recurrent_graph gru{.op = "GRU", .ints = {{"linear_before_reset", {1}}}, .strings = {{"activations", {"Sigmoid", "Relu"}}}};
+  gru.output = "state";
+  const auto gm = import_onnx(gru.graph());
+  REQUIRE(kinds(gm) == "GRU(relu)");
+  const auto& g = gm.layers[0];
+  CHECK(g.reset_after);
+  CHECK_FALSE(g.return_sequences);
+  REQUIRE(g.weights.size() == 3);
+  REQUIRE(g.weights[2].shape == std::vector<std::size_t>{2, 6});
+  for (std::size_t i = 0; i < 12; ++i) CHECK(g.weights[2].values[i] == double(i));
+  CHECK(g.weights[0].values[1 * 6 + 2 * 2 + 1] == double((2 * 2 + 1) * 2 + 1));
+  gru.ints = {};
+  const auto before = import_onnx(gru.graph());
+  REQUIRE(before.layers[0].weights[2].shape == std::vector<std::size_t>{6});
+  CHECK_FALSE(before.layers[0].reset_after);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(before.layers[0].weights[2].values[i] == double(2 * i + 6));
+  // The header: Keras's layers with their flags.
+  const std::string h = keras::detail::embedded_header_text(m, {});
+  CHECK_THAT(h, Catch::Contains("ctflow::embedded::LSTM<2, ctflow::keras::activations::tanh, ctflow::keras::activations::sigmoid, "
+                                "ctflow::embedded::recurrence{.return_sequences = false, .go_backwards = false}"));
+
+  // What the embedded layers cannot do, each named.
+  const auto refused = [](const recurrent_graph& r, const std::string& message) {
+    INFO(message);
+    CHECK_THROWS_WITH(import_onnx(r.graph()), Catch::Contains(message));
+    CHECK_THROWS_AS(import_onnx(r.graph()), io_error);
+  };
+  refused({.strings = {{"direction", {"reverse"}}}}, "node Y (LSTM) runs reverse: the importer takes forward recurrent nodes");
+  refused({.ints = {{"layout", {1}}}}, "node Y (LSTM) has layout 1");
+  refused({.strings = {{"activations", {"Sigmoid", "Tanh", "Relu"}}}}, "has the activations Tanh and Relu for its cell's input and output");
+  refused({.strings = {{"activations", {"HardSigmoid", "Tanh", "Tanh"}}}}, "has the activation HardSigmoid: the importer takes Sigmoid, Tanh and Relu");
+  refused({.perm = {0, 2, 1}}, "node xt (Transpose) transposes other than a sequence's batch and time");
+  refused({.initial = "ones"}, "starts from the state ones, which is not zeros");
+  refused({.step = 1}, "node last (Gather) gathers other than the last step");
+  refused({.output = "Y_c"}, "gives its cell state (Y_c)");
+  refused({.output = "relu_of_time_first"}, "node relu_of_time_first (Relu) reads a recurrent node's sequence in ONNX's layout");
+  refused({.output = "ys"}, "the graph ends with a recurrent node's sequence in ONNX's layout");
+  {
+    onnx_graph g;  // a shape computation's Unsqueeze applied to the data
+    g.input({-1, 4});
+    g.init("axes", {1}, {1.f}, true);
+    g.node("Unsqueeze", {"x", "axes"}, "y");
+    g.output("y");
+    const auto message = "node y (Unsqueeze) reads the graph's data";
+    CHECK_THROWS_WITH(import_onnx(g), Catch::Contains(message));
+  }
+}
+
 TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming the node and what it has") {
   const auto refused = [](const onnx_graph& g, const std::string& message, std::uint64_t opset = 17) {
     INFO(message);
@@ -444,8 +598,9 @@ TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming 
   refused(image("MaxPool", {{"kernel_shape", {3, 3}}, {"ceil_mode", {1}}, {"strides", {2, 2}}}), "has ceil_mode: the embedded poolings round down");
   refused(image("AveragePool", {{"kernel_shape", {3, 3}}, {"pads", {1, 1, 1, 1}}, {"count_include_pad", {1}}}), "counts its pads");
   refused(image("Softmax", {{"axis", {-1}}}), "node y (Softmax) is over axis -1: the embedded softmax is over the channels");
-  refused(image("LSTM"), "node y (LSTM) has no embedded form");
-  refused(image("Relu", {}, {-1, 4, 4}), "input x has 3 dimensions: the importer takes [N, C, H, W] or [N, features]");
+  refused(image("LSTM"), "node y (LSTM) reads a tensor other than a sequence [T, N, F]");
+  refused(image("Relu", {}, {-1, 4, 4, 4, 4}), "input x has 5 dimensions: the importer takes [N, C, H, W], [N, T, F] or [N, features]");
+  refused(image("Conv", {}, {-1, 4, 4}), "node y (Conv) reads a sequence [N, T, F]: the importer takes one into element-wise nodes");
   refused(image("Relu"), "opset 9 of ai.onnx: the importer reads opsets 13 to 21", 9);
   {
     onnx_graph g;

@@ -1,11 +1,13 @@
 #pragma once
 // Definitions of keras/import.hpp's ONNX half (ctflow::keras's compiled part; see
-// detail/linkage.hpp): an ONNX model's graph (nodes over one NCHW or [N, features] input: a
-// chain, or branches joined by Add, Sub, Mul and Concat) read into an embedded network, channels
-// last: each convolution's kernel transposed to
+// detail/linkage.hpp): an ONNX model's graph (nodes over one NCHW, [N, T, F] or [N, features]
+// input: a chain, or branches joined by Add, Sub, Mul and Concat) read into an embedded network,
+// channels last: each convolution's kernel transposed to
 // Keras's [kh, kw, in, out], a Flatten of channels-first data carried into the next Dense's rows,
 // explicit paddings made ZeroPadding2D or SAME where they are TensorFlow's, Gemm's alpha and beta
-// and a MatMul's Add folded into Dense.
+// and a MatMul's Add folded into Dense, and LSTM and GRU nodes over ONNX's time-first sequences
+// (as PyTorch's exporter writes them: a Transpose before, a Squeeze and a Transpose after, their
+// zero initial states built from the input's shape) made Keras's batch-first LSTM and GRU.
 
 #include <algorithm>
 #include <array>
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,6 +58,7 @@ struct attribute {
   std::int64_t i = 0;
   std::vector<std::int64_t> ints;
   std::vector<double> floats;
+  std::vector<std::string> strings;
   tensor t;
   bool has_t = false;
 };
@@ -224,6 +228,7 @@ inline attribute read_attribute(pb::reader r) {
         break;
       case 7: floats(r, w, a.floats); break;
       case 8: int64s(r, w, a.ints); break;
+      case 9: a.strings.push_back(text(r, w)); break;
       default: r.skip(w);
     }
   }
@@ -326,6 +331,10 @@ struct value {
   bool pooled = false;            // a global pooling's [C, 1, 1], which the network holds as [C]
   std::vector<std::size_t> flattened;  // [C, H, W] of a Flatten of channels-first data (the network's rows are [H, W, C])
   bool direct = false;  // written by the layer of `at` itself (not an Identity's or Dropout's name for it)
+  /// A sequence (dims [T, F]) as ONNX holds it: [N, T, F], the network's order; [T, N, F], what
+  /// a recurrent node reads; [T, 1, N, F], a recurrent node's every step (Y); or [1, N, F], its
+  /// last state (Y_h, dims [F]).
+  enum class sequence { none, batch_first, time_first, steps, state } seq = sequence::none;
 };
 
 /// The ONNX importer's walk over the graph: the network so far, each tensor's value, and the
@@ -336,7 +345,10 @@ struct walk : value {
   embedded_model& m;
   std::map<std::string, tensor> constants;
   std::map<std::string, value> values;
-  std::map<std::string, std::size_t> readers;  // how many nodes (and graph outputs) read each tensor
+  std::map<std::string, std::size_t> readers;  // how many nodes (and graph outputs) read each tensor's values
+  // Shape computations (a Shape, and what Gather, Concat, ... make of shapes and constants) and
+  // the zeros ConstantOfShape fills of them (and slices of those): a recurrent node's initial state.
+  std::set<std::string> shapes, zeros;
   bool fusable = false;  // the value at hand is the last layer's output, and only this node reads it
 
   walk(const std::string& f, embedded_model& model) : file(f), m(model) {}
@@ -688,7 +700,178 @@ struct walk : value {
     direct = true;
   }
 
+  /// A node of a shape computation, or of zeros filled from one, which adds no layer: true when
+  /// n is one (its output then in shapes or zeros).
+  bool shape_computation(const node& n) {
+    if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+    const std::string& out = n.outputs[0];
+    if (n.op == "Shape") {
+      shapes.insert(out);
+      return true;
+    }
+    if (n.op == "ConstantOfShape") {
+      if (n.inputs.empty() || (!shapes.count(n.inputs[0]) && !constant(n.inputs[0])))
+        refuse(n, "fills a shape that is neither a constant nor computed from a tensor's Shape");
+      const auto* v = n.find("value");
+      if (v && v->has_t && (v->t.count() != 1 || v->t.values[0] != 0))
+        refuse(n, "fills its tensor with a value other than 0: the importer takes it as a recurrent node's zero initial state");
+      zeros.insert(out);
+      return true;
+    }
+    static constexpr std::string_view ops[] = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Reshape", "Expand"};
+    if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops)) return false;
+    bool of_shapes = false, of_zeros = false;
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      const std::string& in = n.inputs[i];
+      if (in.empty() || (i > 0 && constant(in))) continue;
+      if (shapes.count(in)) of_shapes = true;
+      else if (i == 0 && zeros.count(in)) of_zeros = true;
+      else if (i > 0 || !constant(in)) return false;
+    }
+    if (of_shapes == of_zeros) return false;  // of constants alone, or of both
+    (of_shapes ? shapes : zeros).insert(out);
+    return true;
+  }
+  /// A scalar index constant: input i of n.
+  std::int64_t index(const node& n, std::size_t i) const {
+    const tensor& t = weight(n, i, "index");
+    if (t.count() != 1) refuse(n, "takes " + std::to_string(t.count()) + " indices: the importer takes one");
+    return std::int64_t(t.values[0]);
+  }
+  void transpose(const node& n) {
+    const auto perm = n.ints("perm", {});
+    if ((seq != sequence::batch_first && seq != sequence::time_first) || perm != std::vector<std::int64_t>{1, 0, 2})
+      refuse(n, "transposes other than a sequence's batch and time (perm 1, 0, 2): the network's tensors are channels last");
+    seq = seq == sequence::batch_first ? sequence::time_first : sequence::batch_first;
+  }
+  void squeeze(const node& n) {
+    const tensor& axes = weight(n, 1, "axes");
+    const double axis = axes.count() == 1 ? axes.values[0] : -100;
+    if (seq == sequence::steps && (axis == 1 || axis == -3)) seq = sequence::time_first;
+    else if (seq == sequence::state && (axis == 0 || axis == -3)) seq = sequence::none;
+    else refuse(n, "squeezes other than a recurrent node's directions (axis 1 of Y, 0 of Y_h): the importer takes those");
+  }
+  /// The last step of a sequence a recurrent layer gave (x[:, -1] of [N, T, F], x[-1] of
+  /// [T, N, F]: that layer then returns its last step alone), or of Y_h's directions.
+  void gather(const node& n) {
+    const std::int64_t axis = n.i("axis", 0), i = index(n, 1);
+    if (seq == sequence::state && axis == 0 && (i == 0 || i == -1)) {
+      seq = sequence::none;
+      return;
+    }
+    const bool sequence_axis = (seq == sequence::batch_first && axis == 1) || (seq == sequence::time_first && axis == 0);
+    if (!sequence_axis || (i != -1 && i != std::int64_t(dims[0]) - 1))
+      refuse(n, "gathers other than the last step of a sequence or of a recurrent node's state: the importer takes those");
+    auto& last = m.layers.back();
+    if (!fusable || (last.kind != "LSTM" && last.kind != "GRU") || !last.return_sequences)
+      refuse(n, "gathers the last step of a sequence that is not a recurrent node's own, read by this node alone");
+    last.return_sequences = false;
+    dims = {dims[1]};
+    seq = sequence::none;
+  }
+  /// An LSTM or GRU node over [T, N, F], forward, from zero states, made Keras's: its gates
+  /// reordered (ONNX's LSTM [i, o, f, c] to Keras's [i, f, c, o]; the GRU's [z, r, h] are
+  /// Keras's), each kernel transposed to [in, gates], the LSTM's two biases summed, the GRU's
+  /// [input; recurrent] with linear_before_reset (Keras's reset_after) or summed without. Gives
+  /// the output it reads, Y (every step) or Y_h (the last step's).
+  std::size_t recurrent(const node& n) {
+    const bool lstm = n.op == "LSTM";
+    if (seq == sequence::batch_first)
+      refuse(n, "reads [N, T, F] as ONNX's [T, N, F]: the importer takes a recurrent node after a Transpose of perm 1, 0, 2, as PyTorch's exporter writes it");
+    if (seq != sequence::time_first) refuse(n, "reads a tensor other than a sequence [T, N, F]");
+    if (n.i("layout", 0) != 0) refuse(n, "has layout 1: the importer takes layout 0, [T, N, F]");
+    if (const std::string d = n.s("direction", "forward"); d != "forward") refuse(n, "runs " + d + ": the importer takes forward recurrent nodes");
+    if (n.find("clip")) refuse(n, "clips its gates' inputs: the embedded layers do not");
+    if (n.find("activation_alpha") || n.find("activation_beta")) refuse(n, "has activation_alpha or activation_beta: the importer takes Sigmoid, Tanh and Relu");
+    if (lstm && n.i("input_forget", 0) != 0) refuse(n, "couples its input and forget gates (input_forget)");
+    const std::size_t units = std::size_t(n.i("hidden_size", 0)), gates = (lstm ? 4 : 3) * units, in = dims[1];
+    if (units == 0 || units > 1 << 20) refuse(n, "has hidden_size " + std::to_string(n.i("hidden_size", 0)));
+    // f, g (and the LSTM's h, which must be g): Keras's recurrent activation and activation.
+    std::vector<std::string> a = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"} : std::vector<std::string>{"Sigmoid", "Tanh"};
+    if (const auto* given = n.find("activations")) {
+      if (given->strings.size() != a.size()) refuse(n, "has " + std::to_string(given->strings.size()) + " activations for " + std::to_string(a.size()));
+      a = given->strings;
+    }
+    if (lstm && a[2] != a[1]) refuse(n, "has the activations " + a[1] + " and " + a[2] + " for its cell's input and output: the embedded LSTM's are one");
+    const auto name = [&](const std::string& onnx) -> std::string {
+      if (onnx == "Sigmoid") return "sigmoid";
+      if (onnx == "Tanh") return "tanh";
+      if (onnx == "Relu") return "relu";
+      refuse(n, "has the activation " + onnx + ": the importer takes Sigmoid, Tanh and Relu");
+    };
+    const auto given = [&](std::size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
+    if (given(4)) refuse(n, "takes sequence_lens: the embedded layers run every step");
+    if (lstm && given(7)) refuse(n, "has peepholes (P): the embedded LSTM has none");
+    for (std::size_t i : {std::size_t(5), std::size_t(6)}) {
+      if (!given(i) || zeros.count(n.inputs[i])) continue;
+      const tensor* t = constant(n.inputs[i]);
+      if (!t || std::any_of(t->values.begin(), t->values.end(), [](double v) { return v != 0; }))
+        refuse(n, "starts from the state " + n.inputs[i] + ", which is not zeros: the embedded layers start from zero states");
+    }
+    const auto read = [&](std::size_t i) { return i < n.outputs.size() && !n.outputs[i].empty() && readers[n.outputs[i]] > 0; };
+    if (lstm && read(2)) refuse(n, "gives its cell state (Y_c): the importer takes Y or Y_h");
+    if (read(0) == read(1)) refuse(n, read(0) ? "gives Y and Y_h, both read: the importer takes one" : "gives no output that is read");
+    const tensor& w = weight(n, 1, "W");
+    const tensor& r = weight(n, 2, "R");
+    const auto check = [&](const tensor& t, std::vector<std::int64_t> want, const char* role) {
+      if (t.dims != want) {
+        std::string have, expected;
+        for (auto d : t.dims) have += ' ' + std::to_string(d);
+        for (auto d : want) expected += ' ' + std::to_string(d);
+        refuse(n, std::string("has ") + role + " of extents" + have + "; its input and hidden_size give" + expected);
+      }
+    };
+    check(w, {1, std::int64_t(gates), std::int64_t(in)}, "W");
+    check(r, {1, std::int64_t(gates), std::int64_t(units)}, "R");
+    // Keras's gate k is ONNX's gate of[k].
+    const std::size_t of[4] = {0, lstm ? 2u : 1u, lstm ? 3u : 2u, 1};
+    const auto keras = [&](const tensor& t, std::size_t rows) {
+      std::vector<double> k(rows * gates);
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t g = 0; g < gates / units; ++g)
+          for (std::size_t j = 0; j < units; ++j) k[i * gates + g * units + j] = t.values[(of[g] * units + j) * rows + i];
+      return k;
+    };
+    embedded_layer l;
+    l.kind = n.op;
+    l.name = n.label();
+    l.units = units;
+    l.recurrent_activation = name(a[0]);
+    l.activation = name(a[1]);
+    l.return_sequences = read(0);
+    l.reset_after = !lstm && n.i("linear_before_reset", 0) != 0;
+    l.weights.push_back({"kernel", {in, gates}, keras(w, in)});
+    l.weights.push_back({"recurrent_kernel", {units, gates}, keras(r, units)});
+    if (given(3)) {
+      const tensor& b = weight(n, 3, "B");
+      check(b, {1, std::int64_t(2 * gates)}, "B");
+      std::vector<double> bias(l.reset_after ? 2 * gates : gates);
+      for (std::size_t g = 0; g < gates / units; ++g)
+        for (std::size_t j = 0; j < units; ++j) {
+          const double input = b.values[of[g] * units + j], state = b.values[gates + of[g] * units + j];
+          if (l.reset_after) bias[g * units + j] = input, bias[gates + g * units + j] = state;
+          else bias[g * units + j] = input + state;
+        }
+      l.weights.push_back({"bias", l.reset_after ? std::vector<std::size_t>{2, gates} : std::vector<std::size_t>{gates}, std::move(bias)});
+    }
+    push(std::move(l));
+    direct = true;
+    if (read(0)) {
+      seq = sequence::steps;
+      dims = {dims[0], units};
+      return 0;
+    }
+    seq = sequence::state;
+    dims = {units};
+    return 1;
+  }
+
   void flatten(const node& n) {
+    if (seq == sequence::batch_first) {
+      add(n, "Flatten");
+      dims = {dims[0] * dims[1]};
+      seq = sequence::none;
+    }
     if (spatial()) {
       if (dims[0] != 1 && dims[1] * dims[2] != 1) flattened = dims;  // else the two orders agree
       add(n, "Flatten");
@@ -739,12 +922,14 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   static constexpr std::string_view ops[] = {"Constant", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten",
                                              "Reshape", "Gemm", "MatMul", "BatchNormalization", "Relu", "Sigmoid", "Tanh", "Elu", "Selu",
                                              "Softplus", "Softsign", "Clip", "Softmax", "LogSoftmax", "Mul", "Add", "Sub", "Div", "Pad",
-                                             "Dropout", "Identity", "Concat"};
+                                             "Dropout", "Identity", "Concat", "LSTM", "GRU", "Transpose", "Squeeze", "Gather",
+                                             "Shape", "ConstantOfShape", "Unsqueeze", "Slice", "Cast", "Expand"};
   for (const auto& n : g.nodes)
     if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops))
       fail(name, "node " + n.label() + " (" + n.op +
                      ") has no embedded form (the importer reads Conv, ConvTranspose, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
-                     "the activations, Softmax, Clip, Concat, x * c, x / c, x + c, x - c, and the sums, differences and products of two tensors)");
+                     "the activations, Softmax, Clip, Concat, x * c, x / c, x + c, x - c, the sums, differences and products of two tensors, "
+                     "LSTM and GRU, and the Transpose, Squeeze, Gather and shape computations around them)");
 
   embedded_model m;
   m.what = what;
@@ -754,7 +939,7 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   walk c(name, m);
   for (auto& t : g.initializers) c.constants[t.name] = std::move(t);
 
-  // The one input that is not an initializer: [N, C, H, W] or [N, features], float.
+  // The one input that is not an initializer: [N, C, H, W], [N, T, F] or [N, features], float.
   const value_info* input = nullptr;
   for (const auto& v : g.inputs)
     if (!c.constant(v.name)) {
@@ -763,8 +948,8 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     }
   if (!input) fail(name, "the graph has no input");
   if (input->elem_type != 1) fail(name, "input " + input->name + " is of element type " + std::to_string(input->elem_type) + ": the embedded networks import float32 models");
-  if (input->dims.size() != 2 && input->dims.size() != 4)
-    fail(name, "input " + input->name + " has " + std::to_string(input->dims.size()) + " dimensions: the importer takes [N, C, H, W] or [N, features]");
+  if (input->dims.size() < 2 || input->dims.size() > 4)
+    fail(name, "input " + input->name + " has " + std::to_string(input->dims.size()) + " dimensions: the importer takes [N, C, H, W], [N, T, F] or [N, features]");
   for (std::size_t i = 1; i < input->dims.size(); ++i) {
     if (input->dims[i] <= 0) fail(name, "input " + input->name + " has an extent other than the batch that is not static");
     if (input->dims[i] > 1 << 20) fail(name, "input " + input->name + " has the extent " + std::to_string(input->dims[i]));
@@ -772,11 +957,13 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
   }
   m.input = c.dims.size() == 3 ? std::vector<std::size_t>{c.dims[1], c.dims[2], c.dims[0]} : c.dims;
   if (c.dims.size() == 3) m.channels_first_input = c.dims;
+  if (c.dims.size() == 2) c.seq = value::sequence::batch_first;
   c.values[input->name] = c;
   if (g.outputs.size() != 1) fail(name, "the graph has " + std::to_string(g.outputs.size()) + " outputs: the importer takes one");
 
   for (const auto& n : g.nodes)
-    for (const auto& i : n.inputs) ++c.readers[i];
+    if (n.op != "Shape")  // which reads no values
+      for (const auto& i : n.inputs) ++c.readers[i];
   ++c.readers[g.outputs[0].name];
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
     const node& n = g.nodes[k];
@@ -789,10 +976,16 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
       c.constants[t.name] = std::move(t);
       continue;
     }
+    if (c.shape_computation(n)) continue;
+    const bool recurrent = n.op == "LSTM" || n.op == "GRU";
     // The tensors it reads of the graph (not constants): one, first, or two or more for a merge.
     std::vector<const value*> data;
     for (const auto& i : n.inputs) {
       if (i.empty() || c.constant(i)) continue;
+      if (c.shapes.count(i) || c.zeros.count(i)) {
+        if (recurrent) continue;  // its initial states: recurrent() checks them
+        c.refuse(n, "reads " + i + ", a shape or zeros filled from one: the importer takes those as a recurrent node's initial state alone");
+      }
       const auto v = c.values.find(i);
       if (v == c.values.end()) c.refuse(n, "reads " + i + ", which neither the graph's input nor a node before it gives");
       data.push_back(&v->second);
@@ -800,6 +993,8 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     if (n.outputs.empty() || n.outputs[0].empty()) c.refuse(n, "has no output");
     const bool merge = ((n.op == "Add" || n.op == "Sub" || n.op == "Mul") && data.size() == 2) || n.op == "Concat";
     if (merge) {
+      for (const value* v : data)
+        if (v->seq != value::sequence::none) c.refuse(n, "joins sequences: the importer joins [N, C, H, W] and [N, features]");
       c.merge(n, data);
       c.values[n.outputs[0]] = c;
       continue;
@@ -810,7 +1005,31 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     c.fusable = c.direct && c.at == m.layers.size() && c.at > 0 && c.readers[n.inputs[0]] == 1;
     const std::size_t layers_before = m.layers.size();
     const std::string& op = n.op;
-    if (op == "Conv") {
+    // A sequence reaches what keeps its layout: in ONNX's time-first forms, the recurrent nodes
+    // and the Transpose, Squeeze and Gather around them; batch first, element-wise nodes and
+    // flattening too.
+    if (c.seq != value::sequence::none) {
+      const bool around = recurrent || op == "Transpose" || op == "Squeeze" || op == "Gather" || op == "Dropout" || op == "Identity";
+      const bool elementwise = op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Elu" || op == "Selu" || op == "Softplus" || op == "Softsign" ||
+                               op == "Clip" || op == "Mul" || op == "Add" || op == "Sub" || op == "Div" || op == "Flatten" || op == "Reshape";
+      if (!around && !(elementwise && c.seq == value::sequence::batch_first))
+        c.refuse(n, c.seq == value::sequence::batch_first ? "reads a sequence [N, T, F]: the importer takes one into element-wise nodes, LSTM, GRU, Flatten and the last step's Gather"
+                                                          : "reads a recurrent node's sequence in ONNX's layout: the importer takes the Squeeze and the Transpose to [N, T, F] after it");
+    }
+    if (recurrent) {
+      const std::size_t output = c.recurrent(n);
+      c.values[n.outputs[output]] = c;
+      continue;
+    }
+    if (op == "Transpose") {
+      c.transpose(n);
+    } else if (op == "Squeeze") {
+      c.squeeze(n);
+    } else if (op == "Gather") {
+      c.gather(n);
+    } else if (op == "Unsqueeze" || op == "Slice" || op == "Cast" || op == "Expand" || op == "ConstantOfShape") {
+      c.refuse(n, "reads the graph's data: the importer takes it over shapes, as a recurrent node's initial state");
+    } else if (op == "Conv") {
       c.conv(n);
     } else if (op == "ConvTranspose") {
       c.conv_transpose(n);
@@ -922,6 +1141,8 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     fail(name, "the graph's output " + g.outputs[0].name + " is not the last node's that adds a layer: the network's output is its last layer's");
   static_cast<value&>(c) = out->second;
   if (!c.flattened.empty()) fail(name, "the graph ends with a Flatten of channels-first data: its outputs' order is not the network's");
+  if (c.seq != value::sequence::none && c.seq != value::sequence::batch_first)
+    fail(name, "the graph ends with a recurrent node's sequence in ONNX's layout: the importer takes the Squeeze and the Transpose to [N, T, F] after it");
   if (c.spatial()) m.channels_first_output = c.dims;
   return m;
 }
