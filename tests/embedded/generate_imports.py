@@ -21,6 +21,8 @@ gammas positive, so that every weight shows in the outputs.
   recurrent    a Sequential model of the recurrent layers: an LSTM of every step, a GRU backwards
                with its reset gate before its product, a GRU of every step (reset after), an LSTM
                without bias of relu and hard_sigmoid, Dense with softmax.
+And refused_stateful.keras, which ctflow-import refuses: a stateful LSTM (the embedded layers start
+each call from zero states).
 """
 import os
 import sys
@@ -96,6 +98,10 @@ def recurrent():
     ])
 
 
+def refused_stateful():
+    return keras.Sequential([keras.Input(batch_shape=(2, 7, 5)), layers.LSTM(4, stateful=True), layers.Dense(2)])
+
+
 def write(name, model, x):
     r = np.random.default_rng(7)
     for w in model.weights:
@@ -118,6 +124,8 @@ def main(names):
     for name, model, x in models:
         if not names or name in names:
             write(name, model(), x.astype("float32"))
+    if not names or "refused_stateful" in names:
+        refused_stateful().save(os.path.join(DATA, "refused_stateful.keras"))
 
 
 if __name__ == "__main__":
