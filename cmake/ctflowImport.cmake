@@ -1,9 +1,11 @@
 # ctflow_import(OUTPUT <header> MODEL <model file> [NAMESPACE <name>] [BATCH <n>] [DEVICE <device>]
-#               [TEST_CASE <safetensors file>]): a build step that writes <header> from a model Keras
-# saved (a .keras archive or a legacy .h5), with ctflow-import; a target that lists <header> among
-# its sources, or depends on it, has it written first, and again when the model changes.
+#               [TEST_CASE <safetensors file>] [WEIGHTS <source file>]): a build step that writes <header>
+# from a model Keras saved (a .keras archive or a legacy .h5) or an ONNX model, with ctflow-import;
+# a target that lists <header> among its sources, or depends on it, has it written first, and again
+# when the model changes. WEIGHTS: the weights' definitions go into that C++ source file, which
+# the target lists among its sources (the header declares them).
 function(ctflow_import)
-  cmake_parse_arguments(arg "" "OUTPUT;MODEL;NAMESPACE;BATCH;DEVICE;TEST_CASE" "" ${ARGN})
+  cmake_parse_arguments(arg "" "OUTPUT;MODEL;NAMESPACE;BATCH;DEVICE;TEST_CASE;WEIGHTS" "" ${ARGN})
   if(NOT arg_OUTPUT OR NOT arg_MODEL)
     message(FATAL_ERROR "ctflow_import: give OUTPUT <header> and MODEL <model file>")
   endif()
@@ -30,6 +32,11 @@ function(ctflow_import)
     list(APPEND inputs ${test_case})
     list(APPEND options --test-case ${test_case})
   endif()
-  add_custom_command(OUTPUT ${arg_OUTPUT} COMMAND ${tool} ${model} ${arg_OUTPUT} ${options} DEPENDS ${inputs} ${depends}
+  set(outputs ${arg_OUTPUT})
+  if(arg_WEIGHTS)
+    list(APPEND outputs ${arg_WEIGHTS})
+    list(APPEND options --weights ${arg_WEIGHTS})
+  endif()
+  add_custom_command(OUTPUT ${outputs} COMMAND ${tool} ${model} ${arg_OUTPUT} ${options} DEPENDS ${inputs} ${depends}
     COMMENT "ctflow-import: ${arg_MODEL} -> ${arg_OUTPUT}" VERBATIM)
 endfunction()

@@ -3,10 +3,11 @@
 // (keras::import_header; the header is the one keras::export_header writes of a model built in
 // C++, see docs/embedded.md).
 //
-//   ctflow-import MODEL HEADER [--namespace NAME] [--batch N] [--device reference|cpu] [--test-case FILE]
+//   ctflow-import MODEL HEADER [--namespace NAME] [--batch N] [--device reference|cpu] [--test-case FILE] [--weights FILE]
 //
 // --test-case: a safetensors file of x (inputs, [n, ...]) and y (the source model's outputs for
-// them), which the header holds for a program to check itself against. Errors name the file, the
+// them), which the header holds for a program to check itself against. --weights: a C++ source
+// file for the weights' definitions, which the program compiles once (the header declares them). Errors name the file, the
 // layer and what it has; the exit status is 1 (2 for a wrong command line).
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +19,9 @@
 namespace {
 
 int usage(const char* why) {
-  std::fprintf(stderr, "ctflow-import: %s\nusage: ctflow-import MODEL HEADER [--namespace NAME] [--batch N] [--device reference|cpu] [--test-case FILE]\n",
+  std::fprintf(stderr,
+               "ctflow-import: %s\nusage: ctflow-import MODEL HEADER [--namespace NAME] [--batch N] [--device reference|cpu] [--test-case FILE] "
+               "[--weights FILE]\n",
                why);
   return 2;
 }
@@ -30,12 +33,13 @@ int main(int argc, char** argv) {
   ctflow::keras::export_options options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--namespace" || a == "--batch" || a == "--device" || a == "--test-case") {
+    if (a == "--namespace" || a == "--batch" || a == "--device" || a == "--test-case" || a == "--weights") {
       if (i + 1 == argc) return usage((a + " needs a value").c_str());
       const std::string v = argv[++i];
       if (a == "--namespace") options.name_space = v;
       else if (a == "--device") options.device = v;
       else if (a == "--test-case") test_case = v;
+      else if (a == "--weights") options.weights_file = v;
       else {
         char* end = nullptr;
         const unsigned long long n = std::strtoull(v.c_str(), &end, 10);

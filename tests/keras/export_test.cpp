@@ -21,8 +21,8 @@ namespace activations = keras::activations;
 namespace {
 
 /// The numbers of array `name` in header text h.
-std::vector<float> array_values(const std::string& h, const std::string& name) {
-  const auto begin = h.find("inline constexpr float " + name + "[");
+std::vector<float> array_values(const std::string& h, const std::string& name, const std::string& linkage = "inline constexpr") {
+  const auto begin = h.find(linkage + " float " + name + "[");
   REQUIRE(begin != std::string::npos);
   std::size_t at = h.find('{', begin) + 1;
   const std::size_t end = h.find("};", at);
@@ -76,6 +76,19 @@ TEST_CASE("export_header: each layer's embedded type, a softmax of its own, Drop
   for (std::size_t i = 0; i < weights.size(); ++i) {
     INFO(names[i]);
     CHECK(array_values(h, names[i]) == weights[i].values);
+  }
+  // With a weights file: the header declares the arrays, the file defines them, the same values.
+  const std::string split = scratch("split.hpp"), source = scratch("split_weights.cpp");
+  keras::export_header(model, split, {.name_space = "my net", .batch = 2, .weights_file = source});
+  const std::string declared = read_text(split), defined = read_text(source);
+  CHECK(declared.find(layers_text) != std::string::npos);
+  CHECK(declared.find("// Defined in split_weights.cpp") != std::string::npos);
+  CHECK(declared.find("alignas(64) extern const float conv2d_kernel[108];") != std::string::npos);
+  CHECK(declared.find("inline constexpr float") == std::string::npos);
+  CHECK(defined.find("namespace my_net::weights {") != std::string::npos);
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    INFO(names[i]);
+    CHECK(array_values(defined, names[i], "alignas(64) extern const") == weights[i].values);
   }
 }
 

@@ -22,6 +22,11 @@ struct export_options {
   /// @brief The device predict runs on: "reference" (plain loops: any target) or "cpu" (SIMD,
   /// threads; its kernels take memory of their own).
   std::string device = "reference";
+  /// @brief Where the weights go: empty, into the header as constexpr arrays; a path, into a C++
+  /// source file of their definitions, which the program compiles once and links (the header
+  /// then declares them), so that a network of many weights does not compile them in every file
+  /// that includes its header.
+  std::string weights_file = "";
 };
 
 namespace detail {
@@ -82,9 +87,9 @@ struct embedded_model {
 /// Whether activation a (keras::activations' name) is one an embedded layer applies.
 CTFLOW_DECL bool embedded_activation(const std::string& a);
 /// The header's text (every layer's kind and activation checked: a value_error naming the
-/// layer).
-CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const export_options& o);
-/// Writes it at path, atomically.
+/// layer); with o.weights_file, the weights file's text in *weights.
+CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const export_options& o, std::string* weights = nullptr);
+/// Writes it at path, and the weights file where o names one, each atomically.
 CTFLOW_DECL void write_embedded_header(const std::string& path, const embedded_model& m, const export_options& o);
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,10 +47,12 @@ inline std::string number(double v) {
   return s;
 }
 
-/// `alignas(64) inline constexpr <type> id[n] = {...};` (an integer type's values as integers).
-inline void array(std::string& out, const std::string& type, const std::string& id, const std::vector<double>& values) {
+/// `alignas(64) inline constexpr <type> id[n] = {...};` (an integer type's values as integers),
+/// or with `linkage` "extern const", the definition a weights file holds.
+inline void array(std::string& out, const std::string& type, const std::string& id, const std::vector<double>& values,
+                  const std::string& linkage = "inline constexpr") {
   const bool integer = type != "float" && type != "double";
-  out += "alignas(64) inline constexpr " + type + " " + id + "[" + std::to_string(values.size()) + "] = {";
+  out += "alignas(64) " + linkage + " " + type + " " + id + "[" + std::to_string(values.size()) + "] = {";
   for (std::size_t i = 0; i < values.size(); ++i) {
     out += i % (integer ? 16 : 8) == 0 ? "\n    " : " ";
     out += integer ? std::to_string(static_cast<long long>(values[i])) : literal(values[i], type);
@@ -81,7 +84,7 @@ CTFLOW_DECL bool embedded_activation(const std::string& a) {
   return false;
 }
 
-CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const export_options& o) {
+CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const export_options& o, std::string* weights_text) {
   using namespace embedded_text;
   const auto refuse = [&](const embedded_layer& l, const std::string& why) {
     throw value_error(m.what + ": layer " + l.name + " (" + l.kind + "): " + why);
@@ -96,7 +99,10 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
   // header's activation of model layer i's output is out[i + 1].
   std::vector<std::pair<std::string, std::vector<std::size_t>>> nodes;
   std::vector<std::size_t> out{0};
-  std::string weights;
+  // The weights' arrays: their definitions in the header, or their declarations there and their
+  // definitions (`definitions`) in the weights file.
+  const bool separate = !o.weights_file.empty();
+  std::string weights, definitions;
   std::size_t params = 0;
   const embedded_layer* current = nullptr;
   bool split_node = false;  // the node of a split softmax, which reads its layer's
@@ -127,8 +133,14 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
         count *= e;
       }
       if (count != w.values.size()) refuse(l, "weight " + w.name + " has " + n(w.values.size()) + " values for a shape [" + shape + "]");
+      const std::string element = w.type.empty() ? type : w.type;
       weights += "/// " + l.name + "/" + w.name + " [" + shape + "]\n";
-      array(weights, w.type.empty() ? type : w.type, id, w.values);
+      if (separate) {
+        weights += "alignas(64) extern const " + element + " " + id + "[" + n(count) + "];\n";
+        array(definitions, element, id, w.values, "extern const");
+      } else {
+        array(weights, element, id, w.values);
+      }
       args += ", weights::" + id;
       params += count;
     }
@@ -202,8 +214,14 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
   const std::string ns = identifier(o.name_space);
   std::string h = "// " + ns + ": the " + m.framework + " model \"" + m.name + "\" (" + m.class_name + ", " + n(params) +
                   " parameters) for inference, written by " + m.what + ".\n#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <limits>\n\n"
-                  "#include <ctflow/embedded.hpp>\n#include <" + backend_header(o.device) + ">\n\nnamespace " + ns +
-                  " {\n\nnamespace weights {\n" + weights + "}  // namespace weights\n\n";
+                  "#include <ctflow/embedded.hpp>\n#include <" + backend_header(o.device) + ">\n\nnamespace " + ns + " {\n\n" +
+                  (separate ? "// Defined in " + std::filesystem::path(o.weights_file).filename().string() + ", which the program compiles once.\n" : "") +
+                  "namespace weights {\n" + weights + "}  // namespace weights\n\n";
+  if (separate && weights_text)
+    *weights_text = "// " + ns + "::weights: the weights of the " + m.framework + " model \"" + m.name + "\" (" + n(params) +
+                    " parameters), which its header declares; written by " + m.what +
+                    ". Compile it once into the program.\n#include <cstdint>\n#include <limits>\n\nnamespace " + ns + "::weights {\n\n" + definitions +
+                    "\n}  // namespace " + ns + "::weights\n";
   h += "/// The network: its input [" + input + "], its layers" + (chain ? "" : " (each a node: its layer and the activations it reads, 0 the input, k node k's output)") +
        ".\nusing model = ctflow::embedded::" + (chain ? "Sequential" : "Model") + "<\n    ctflow::embedded::Input<" + type +
        ", ctflow::Shape<" + input + ">>" + layers + ">;\n/// The device predict runs on.\nusing device = ctflow::" + o.device + ";\n\n";
@@ -236,7 +254,13 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
 }
 
 CTFLOW_DECL void write_embedded_header(const std::string& path, const embedded_model& m, const export_options& o) {
-  const std::string h = embedded_header_text(m, o);
+  std::string weights;
+  const std::string h = embedded_header_text(m, o, &weights);
+  if (!o.weights_file.empty()) {
+    ctflow::detail::atomic_output w(o.weights_file, ctflow::detail::compression::none, m.what);
+    w.write(weights.data(), weights.size());
+    w.commit();
+  }
   ctflow::detail::atomic_output out(path, ctflow::detail::compression::none, m.what);
   out.write(h.data(), h.size());
   out.commit();
