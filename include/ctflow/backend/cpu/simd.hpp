@@ -186,26 +186,11 @@ inline void stream_fence() {
 template <class T, class A> inline xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
   if constexpr (std::is_same_v<T, float>) {
     using B = xsimd::batch<float, A>;
-#if defined(__AVX512F__)
-    if constexpr (B::size == 16) {
-      const __m512 v = _mm512_min_ps(_mm512_set1_ps(88.72284f), _mm512_max_ps(_mm512_set1_ps(-104.f), x));  // NaN passes
-      const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), v);
-      r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-      __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-      p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-      p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-      p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-      p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-      p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-      p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.f));
-      return _mm512_scalef_ps(p, n);
-    }
-#endif
     const B v = xsimd::min(B(88.72284f), xsimd::max(B(-104.f), x));  // NaN passes
     const B n = xsimd::nearbyint(v * B(1.44269504088896341f));
-    B r = xsimd::fnma(n, B(0.693359375f), v);
-    r = xsimd::fnma(n, B(-2.12194440e-4f), r);
+    // r = v - n ln2 in two parts (Cody-Waite), as products by the negated constants (exact).
+    B r = xsimd::fma(n, B(-0.693359375f), v);
+    r = xsimd::fma(n, B(2.12194440e-4f), r);
     B p(1.9875691500e-4f);
     p = xsimd::fma(p, r, B(1.3981999507e-3f));
     p = xsimd::fma(p, r, B(8.3334519073e-3f));
@@ -213,6 +198,9 @@ template <class T, class A> inline xsimd::batch<T, A> exp(const xsimd::batch<T, 
     p = xsimd::fma(p, r, B(1.6666665459e-1f));
     p = xsimd::fma(p, r, B(5.0000001201e-1f));
     p = xsimd::fma(p, r * r, r) + B(1.f);
+#if defined(__AVX512F__)
+    if constexpr (B::size == 16) return B(_mm512_scalef_ps(p, n));
+#endif
     // n from -150 to 128: its halves from -75 to 64, each 2^h the float of exponent bits h + 127.
     const auto k = xsimd::to_int(n);
     const auto h = k >> 1;
