@@ -25,7 +25,10 @@ eval mode):
              ConstantOfShape of the input's Shape and its Slices), a GRU, the last step
              (y[:, -1]: a Gather), Linear;
   torch_gru  [N, 6, 4]: a GRU of every step, an LSTM, its last state (h[-1]: a Gather of Y_h),
-             Linear, ReLU, Linear, Softmax.
+             Linear, ReLU, Linear, Softmax;
+  torch_cnn_dynamo  torch_cnn's network exported by PyTorch's default exporter (torch.export,
+             dynamo=True, opset 20), which keeps the weights in an external file beside the model
+             (torch_cnn_dynamo.onnx.data) and flattens by a Reshape.
 """
 import os
 import sys
@@ -129,11 +132,15 @@ class GRU(torch.nn.Module):
         return self.head(h[-1])
 
 
-def write(name, model, x):
+def write(name, model, x, dynamo=False):
     model.eval()
     path = os.path.join(DATA, name + ".onnx")
-    torch.onnx.export(model, (torch.from_numpy(x),), path, dynamo=False, opset_version=17, input_names=["input"],
-                      output_names=["output"], dynamic_axes={"input": {0: "n"}, "output": {0: "n"}})
+    if dynamo:
+        torch.onnx.export(model, (torch.from_numpy(x),), path, dynamo=True, input_names=["input"], output_names=["output"],
+                          dynamic_shapes=({0: torch.export.Dim("n")},))
+    else:
+        torch.onnx.export(model, (torch.from_numpy(x),), path, dynamo=False, opset_version=17, input_names=["input"],
+                          output_names=["output"], dynamic_axes={"input": {0: "n"}, "output": {0: "n"}})
     onnx.checker.check_model(onnx.load(path))
     with torch.no_grad():
         y = model(torch.from_numpy(x)).numpy()
@@ -149,6 +156,7 @@ def main():
     write("torch_unet", UNet(), r.uniform(-1, 1, size=(3, 2, 12, 12)).astype("float32"))
     write("torch_rnn", RNN(), r.uniform(-1, 1, size=(4, 7, 5)).astype("float32"))
     write("torch_gru", GRU(), r.uniform(-1, 1, size=(3, 6, 4)).astype("float32"))
+    write("torch_cnn_dynamo", cnn(), r.uniform(0, 1, size=(3, 1, 28, 28)).astype("float32"), dynamo=True)
 
 
 if __name__ == "__main__":

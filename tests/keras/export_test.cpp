@@ -283,6 +283,22 @@ struct onnx_graph {
       if (external) t.uint64(14, 1);
     });
   }
+  /// An initializer of floats kept in an external file, as PyTorch's exporter writes one: its
+  /// external_data entries (location, offset, length), then data_location EXTERNAL.
+  void external(const std::string& name, const std::vector<std::int64_t>& dims, const std::string& location, const std::string& offset,
+                const std::string& length) {
+    pbw{body}.message(5, [&](pbw& t) {
+      t.packed_int64s(1, dims);
+      t.uint64(2, 1);
+      t.bytes(8, name);
+      for (const auto& [key, v] : {std::pair<const char*, std::string>{"location", location}, {"offset", offset}, {"length", length}})
+        t.message(13, [&](pbw& e) {
+          e.bytes(1, key);
+          e.bytes(2, v);
+        });
+      t.uint64(14, 1);
+    });
+  }
   void value(std::uint32_t field, const std::string& name, const std::vector<std::int64_t>& dims, std::uint64_t elem = 1) {
     pbw{body}.message(field, [&](pbw& v) {
       v.bytes(1, name);
@@ -590,6 +606,42 @@ TEST_CASE("import_header, ONNX: LSTM and GRU as PyTorch's exporter writes them, 
     const auto message = "node y (Unsqueeze) reads the graph's data";
     CHECK_THROWS_WITH(import_onnx(g), Catch::Contains(message));
   }
+}
+
+TEST_CASE("import_header, ONNX: weights in an external file beside the model, read at their offset; a file outside its directory or of another length refused") {
+  // ext.bin: 16 bytes before the kernel's 8 floats.
+  std::vector<float> stored(12);
+  for (std::size_t i = 0; i < stored.size(); ++i) stored[i] = 0.5f * float(i) - 1.f;
+  {
+    std::FILE* f = std::fopen(scratch("ext.bin").c_str(), "wb");
+    REQUIRE(f);
+    std::fwrite(stored.data(), sizeof(float), stored.size(), f);
+    std::fclose(f);
+  }
+  const auto graph = [](const std::string& location, const std::string& length) {
+    onnx_graph g;
+    g.input({-1, 4});
+    g.external("w", {4, 2}, location, "16", length);
+    g.node("MatMul", {"x", "w"}, "y");
+    g.output("y");
+    return g.model();
+  };
+  const auto bytes = graph("ext.bin", "32");
+  const auto m = keras::detail::imported_model(bytes, scratch("g.onnx"));
+  REQUIRE(kinds(m) == "Dense");
+  REQUIRE(m.layers[0].weights[0].values.size() == 8);
+  for (std::size_t i = 0; i < 8; ++i) CHECK(m.layers[0].weights[0].values[i] == double(stored[i + 4]));
+  const auto refused = [](const std::vector<std::uint8_t>& b, const std::string& message) {
+    INFO(message);
+    CHECK_THROWS_WITH(keras::detail::imported_model(b, scratch("g.onnx")), Catch::Contains(message));
+    CHECK_THROWS_AS(keras::detail::imported_model(b, scratch("g.onnx")), io_error);
+  };
+  refused(graph("../ext.bin", "32"), "tensor w names the external file ../ext.bin, which is not in the model's directory");
+  refused(graph("/etc/passwd", "32"), "which is not in the model's directory");
+  refused(graph("ext.bin", "28"), "tensor w takes 28 bytes of");
+  refused(graph("ext.bin", "64"), "tensor w takes 64 bytes at 16 of");
+  refused(graph("missing.bin", "32"), "tensor w's external file");
+  refused(graph("ext.bin", "-4"), "tensor w has the external length \"-4\"");
 }
 
 TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming the node and what it has") {

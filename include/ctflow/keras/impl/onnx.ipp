@@ -15,7 +15,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include <ctflow/core/errors.hpp>
+#include <ctflow/detail/file.hpp>
 #include <ctflow/detail/protobuf.hpp>
 #include <ctflow/keras/detail/embedded_header.hpp>
 #include <ctflow/keras/import.hpp>
@@ -39,11 +42,17 @@ inline constexpr const char* what = "ctflow::keras::import_header";
 
 [[noreturn]] inline void fail(const std::string& file, const std::string& why) { throw io_error(std::string(what) + ": " + file + ": " + why); }
 
-/// A TensorProto: its name, extents and values (floats and integers as doubles).
+/// A TensorProto: its name, extents and values (floats and integers as doubles); values kept in
+/// an external file (ONNX's external data, as PyTorch's exporter saves them by default) are read
+/// after the graph, from `location` (relative to the model's directory) at `offset`.
 struct tensor {
   std::string name;
   std::vector<std::int64_t> dims;
   std::vector<double> values;
+  std::int64_t type = 0;
+  bool external = false;
+  std::string location;
+  std::uint64_t offset = 0, length = std::uint64_t(-1);  // length -1: to the file's end
   std::size_t count() const {
     std::size_t n = 1;
     for (auto d : dims) n *= std::size_t(d);
@@ -155,11 +164,32 @@ inline void raw_values(pb::reader& r, std::string_view b, std::int64_t type, std
   }
 }
 
+/// A StringStringEntryProto of a tensor's external_data: location, offset or length.
+inline void external_entry(pb::reader r, tensor& t) {
+  std::string key, value;
+  std::uint32_t field;
+  pb::wire w;
+  while (r.next(field, w)) {
+    if (field == 1) key = text(r, w);
+    else if (field == 2) value = text(r, w);
+    else r.skip(w);
+  }
+  if (key == "location") {
+    t.location = value;
+  } else if (key == "offset" || key == "length") {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || *end || value[0] == '-') r.fail("tensor " + t.name + " has the external " + key + " \"" + value + "\"");
+    (key == "offset" ? t.offset : t.length) = v;
+  }
+}
+
 inline tensor read_tensor(pb::reader r) {
   tensor t;
-  std::int64_t type = 0;
+  std::int64_t& type = t.type;
   std::string_view raw;
-  bool has_raw = false, external = false;
+  bool has_raw = false;
+  bool& external = t.external;
   std::uint32_t field;
   pb::wire w;
   while (r.next(field, w)) {
@@ -192,21 +222,57 @@ inline tensor read_tensor(pb::reader r) {
           t.values.push_back(std::bit_cast<double>(r.fixed64()));
         }
         break;
-      case 13: external = true, r.skip(w); break;
-      case 14: external = external || number(r, w) == 1; break;
+      case 13:
+        if (w != pb::length_type) r.fail("external_data of wire type " + std::to_string(unsigned(w)));
+        external_entry(r.sub(), t);
+        external = true;
+        break;
+      case 14:
+        if (number(r, w) == 1) external = true;
+        break;
       default: r.skip(w);
     }
   }
-  if (external) r.fail("tensor " + t.name + " keeps its values in an external file: save the model with its weights inside");
-  if (has_raw) raw_values(r, raw, type, t.values);
   std::size_t n = 1;
   for (auto d : t.dims) {
     if (d < 0 || d > (std::int64_t(1) << 40)) r.fail("tensor " + t.name + " has the extent " + std::to_string(d));
     if (d && n > (std::size_t(1) << 40) / std::size_t(d)) r.fail("tensor " + t.name + " has more than 2^40 elements");
     n *= std::size_t(d);
   }
+  if (external) {
+    if (t.location.empty()) r.fail("tensor " + t.name + " keeps its values in an external file and names none (its location)");
+    if (has_raw || !t.values.empty()) r.fail("tensor " + t.name + " has values of its own beside its external file");
+    return t;  // read by external_values
+  }
+  if (has_raw) raw_values(r, raw, type, t.values);
   if (t.values.size() != n) r.fail("tensor " + t.name + " has " + std::to_string(t.values.size()) + " values for " + std::to_string(n) + " elements");
   return t;
+}
+
+/// The values of tensor t from its external file, which lies in the model's directory (a
+/// location that is absolute or leaves it is refused): `length` bytes at `offset` (to the file's
+/// end if no length), little-endian, exactly its elements.
+inline void external_values(tensor& t, const std::string& model) {
+  const std::filesystem::path location(t.location);
+  bool inside = !location.empty() && location.is_relative() && !location.has_root_name();
+  for (const auto& part : location) inside = inside && part != "..";
+  if (!inside) fail(model, "tensor " + t.name + " names the external file " + t.location + ", which is not in the model's directory");
+  const std::string path = (std::filesystem::path(model).parent_path() / location).string();
+  const ctflow::detail::mapped_file f(path, std::string(what) + ": " + model + ": tensor " + t.name + "'s external file");
+  const auto bytes = f.bytes();
+  const std::size_t element = t.type == 1 || t.type == 6 ? 4 : t.type == 11 || t.type == 7 ? 8 : 0;
+  if (element == 0) fail(model, "tensor " + t.name + " is of element type " + std::to_string(t.type) + " (the importer reads float, double, int32 and int64)");
+  std::size_t n = 1;
+  for (auto d : t.dims) n *= std::size_t(d);
+  if (t.offset > bytes.size()) fail(model, "tensor " + t.name + " starts at byte " + std::to_string(t.offset) + " of " + path + ", which has " + std::to_string(bytes.size()));
+  const std::uint64_t length = t.length == std::uint64_t(-1) ? bytes.size() - t.offset : t.length;
+  if (length > bytes.size() - t.offset)
+    fail(model, "tensor " + t.name + " takes " + std::to_string(length) + " bytes at " + std::to_string(t.offset) + " of " + path + ", which has " + std::to_string(bytes.size()));
+  if (length != n * element)
+    fail(model, "tensor " + t.name + " takes " + std::to_string(length) + " bytes of " + path + " for " + std::to_string(n) + " elements of " + std::to_string(element) + " bytes");
+  pb::reader r(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), std::string(what) + ": " + path);
+  raw_values(r, std::string_view(reinterpret_cast<const char*>(bytes.data() + t.offset), std::size_t(length)), t.type, t.values);
+  t.external = false;
 }
 
 inline attribute read_attribute(pb::reader r) {
@@ -916,6 +982,11 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     }
   }
   if (!has_graph) fail(name, "an ONNX model holds a graph; this file has none");
+  for (auto& t : g.initializers)
+    if (t.external) external_values(t, name);
+  for (auto& n : g.nodes)
+    for (auto& a : n.attributes)
+      if (a.has_t && a.t.external) external_values(a.t, name);
   if (opset < 13 || opset > 21) fail(name, "opset " + std::to_string(opset) + " of ai.onnx: the importer reads opsets 13 to 21");
 
   // An op with no embedded form is named first, before what the walk would find of the graph.
