@@ -28,7 +28,11 @@ eval mode):
              Linear, ReLU, Linear, Softmax;
   torch_cnn_dynamo  torch_cnn's network exported by PyTorch's default exporter (torch.export,
              dynamo=True, opset 20), which keeps the weights in an external file beside the model
-             (torch_cnn_dynamo.onnx.data) and flattens by a Reshape.
+             (torch_cnn_dynamo.onnx.data) and flattens by a Reshape;
+  torch_rnn_dynamo, torch_gru_dynamo  torch_rnn's and torch_gru's networks by the same exporter
+             (opset 20): each recurrent node's Y transposed to [T, N, 1, F] and reshaped to
+             [T, N, F] by a shape computed from its Shape (Slice, Mul, Concat) or by a constant,
+             its zero states an Expand of 0.
 """
 import os
 import sys
@@ -157,6 +161,8 @@ def main():
     write("torch_rnn", RNN(), r.uniform(-1, 1, size=(4, 7, 5)).astype("float32"))
     write("torch_gru", GRU(), r.uniform(-1, 1, size=(3, 6, 4)).astype("float32"))
     write("torch_cnn_dynamo", cnn(), r.uniform(0, 1, size=(3, 1, 28, 28)).astype("float32"), dynamo=True)
+    write("torch_rnn_dynamo", RNN(), r.uniform(-1, 1, size=(4, 7, 5)).astype("float32"), dynamo=True)
+    write("torch_gru_dynamo", GRU(), r.uniform(-1, 1, size=(3, 6, 4)).astype("float32"), dynamo=True)
 
 
 if __name__ == "__main__":

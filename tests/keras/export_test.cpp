@@ -606,6 +606,47 @@ TEST_CASE("import_header, ONNX: LSTM and GRU as PyTorch's exporter writes them, 
     const auto message = "node y (Unsqueeze) reads the graph's data";
     CHECK_THROWS_WITH(import_onnx(g), Catch::Contains(message));
   }
+  // As PyTorch's default exporter writes it: the zero state an Expand of 0 to [1, N, 2] (the
+  // input's Shape, its first extent), Y transposed to [T, N, 1, F] and reshaped to [T, N, F] by
+  // a shape computed from its own Shape (T, N, and 1 * F), then batch first and its last step.
+  const auto dynamo = [](std::vector<float> target) {
+    onnx_graph g;
+    g.input({-1, 3, 2});
+    g.node("Shape", {"x"}, "n", {{"end", {1}}});
+    g.init("one", {1}, {1.f}, true), g.init("two", {1}, {2.f}, true), g.init("three", {1}, {3.f}, true), g.init("four", {1}, {4.f}, true);
+    g.init("zero1", {1}, {0.f}, true), g.init("nought", {}, {0.f});
+    g.node("Concat", {"one", "n", "two"}, "state_shape", {{"axis", {0}}});
+    g.node("Expand", {"nought", "state_shape"}, "h0");
+    g.node("Transpose", {"x"}, "xt", {{"perm", {1, 0, 2}}});
+    g.init("W", {1, 6, 2}), g.init("R", {1, 6, 2});
+    g.outputs("GRU", {"xt", "W", "R", "", "", "h0"}, {"Y"}, {{"hidden_size", {2}}, {"linear_before_reset", {1}}});
+    g.node("Transpose", {"Y"}, "yt", {{"perm", {0, 2, 1, 3}}});
+    if (target.empty()) {
+      g.node("Shape", {"yt"}, "s");
+      g.node("Slice", {"s", "zero1", "two"}, "tn");
+      g.node("Slice", {"s", "two", "three"}, "d1");
+      g.node("Slice", {"s", "three", "four"}, "d2");
+      g.node("Mul", {"d1", "d2"}, "f");
+      g.node("Concat", {"tn", "f"}, "target", {{"axis", {0}}});
+    } else {
+      g.init("target", {std::int64_t(target.size())}, target, true);
+    }
+    g.node("Reshape", {"yt", "target"}, "ys", {{"allowzero", {1}}});
+    g.node("Transpose", {"ys"}, "yb", {{"perm", {1, 0, 2}}});
+    g.init("last", {}, {-1.f}, true);
+    g.node("Gather", {"yb", "last"}, "y", {{"axis", {1}}});
+    g.output("y");
+    return g;
+  };
+  for (const auto& target : {std::vector<float>{}, std::vector<float>{3, -1, 2}}) {
+    INFO(target.size());
+    const auto d = import_onnx(dynamo(target));
+    REQUIRE(kinds(d) == "GRU(tanh)");
+    CHECK_FALSE(d.layers[0].return_sequences);
+    CHECK(d.layers[0].weights.size() == 2);  // no B: no bias
+  }
+  CHECK_THROWS_WITH(import_onnx(dynamo({3, -1})), Catch::Contains("node ys (Reshape) reshapes to a shape other than [N, features], or than [T, N, F]"));
+  CHECK_THROWS_WITH(import_onnx(dynamo({-1, 3, 2})), Catch::Contains("node ys (Reshape) reshapes to a shape other than"));
 }
 
 TEST_CASE("import_header, ONNX: weights in an external file beside the model, read at their offset; a file outside its directory or of another length refused") {

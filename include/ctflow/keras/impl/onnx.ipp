@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -400,7 +401,8 @@ struct value {
   /// A sequence (dims [T, F]) as ONNX holds it: [N, T, F], the network's order; [T, N, F], what
   /// a recurrent node reads; [T, 1, N, F], a recurrent node's every step (Y); or [1, N, F], its
   /// last state (Y_h, dims [F]).
-  enum class sequence { none, batch_first, time_first, steps, state } seq = sequence::none;
+  /// Y transposed to [T, N, 1, F] (PyTorch's default exporter) is `steps_batch`.
+  enum class sequence { none, batch_first, time_first, steps, steps_batch, state } seq = sequence::none;
 };
 
 /// The ONNX importer's walk over the graph: the network so far, each tensor's value, and the
@@ -414,7 +416,8 @@ struct walk : value {
   std::map<std::string, std::size_t> readers;  // how many nodes (and graph outputs) read each tensor's values
   // Shape computations (a Shape, and what Gather, Concat, ... make of shapes and constants) and
   // the zeros ConstantOfShape fills of them (and slices of those): a recurrent node's initial state.
-  std::set<std::string> shapes, zeros;
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  std::set<std::string> zeros;
   bool fusable = false;  // the value at hand is the last layer's output, and only this node reads it
 
   walk(const std::string& f, embedded_model& model) : file(f), m(model) {}
@@ -766,36 +769,168 @@ struct walk : value {
     direct = true;
   }
 
-  /// A node of a shape computation, or of zeros filled from one, which adds no layer: true when
-  /// n is one (its output then in shapes or zeros).
+  /// The batch's extent in a shape computation's values (a symbol: the graph's batch is dynamic),
+  /// and an extent computed from it that cannot be told.
+  static constexpr std::int64_t batch_extent = std::numeric_limits<std::int64_t>::min(), unknown_extent = batch_extent + 1;
+  /// The extents of v as ONNX holds it.
+  static std::vector<std::int64_t> onnx_dims(const value& v) {
+    using S = value::sequence;
+    const auto e = [&](std::size_t i) { return std::int64_t(v.dims[i]); };
+    switch (v.seq) {
+      case S::batch_first: return {batch_extent, e(0), e(1)};
+      case S::time_first: return {e(0), batch_extent, e(1)};
+      case S::steps: return {e(0), 1, batch_extent, e(1)};
+      case S::steps_batch: return {e(0), batch_extent, 1, e(1)};
+      case S::state: return {1, batch_extent, e(0)};
+      case S::none: break;
+    }
+    std::vector<std::int64_t> d{batch_extent};
+    for (auto x : v.dims) d.push_back(std::int64_t(x));
+    if (v.pooled) d.insert(d.end(), {1, 1});
+    return d;
+  }
+  /// The integers of a shape computation or of a constant named `name`, if it is one.
+  std::optional<std::vector<std::int64_t>> integers(const std::string& name) const {
+    if (const auto it = shapes.find(name); it != shapes.end()) return it->second;
+    const tensor* t = constant(name);
+    if (!t) return std::nullopt;
+    std::vector<std::int64_t> v;
+    for (double x : t->values) {
+      if (!(std::abs(x) <= double(std::int64_t(1) << 40))) return std::nullopt;
+      v.push_back(std::int64_t(x));
+    }
+    return v;
+  }
+  /// ONNX's Reshape of extents `from` to `to` (0 the extent at its place unless allowzero, -1
+  /// what the rest leaves), the batch a symbol; empty where it cannot be told.
+  static std::vector<std::int64_t> reshaped(const std::vector<std::int64_t>& from, std::vector<std::int64_t> to, bool allowzero) {
+    int from_batch = 0, to_batch = 0;
+    std::int64_t from_product = 1, to_product = 1;
+    const auto times = [](std::int64_t& p, std::int64_t e) { return e >= 0 && e <= (std::int64_t(1) << 40) && !__builtin_mul_overflow(p, e, &p); };
+    for (auto e : from)
+      if (e == batch_extent) ++from_batch;
+      else if (!times(from_product, e)) return {};
+    std::size_t infer = to.size();
+    for (std::size_t i = 0; i < to.size(); ++i) {
+      if (to[i] == 0 && !allowzero) {
+        if (i >= from.size()) return {};
+        to[i] = from[i];
+      }
+      if (to[i] == batch_extent) ++to_batch;
+      else if (to[i] == -1 && infer == to.size()) infer = i;
+      else if (!times(to_product, to[i])) return {};
+    }
+    if (infer < to.size()) {
+      if (to_batch + 1 == from_batch && to_product == from_product) to[infer] = batch_extent;
+      else if (to_batch == from_batch && to_product > 0 && from_product % to_product == 0) to[infer] = from_product / to_product;
+      else return {};
+    } else if (to_batch != from_batch || to_product != from_product) {
+      return {};
+    }
+    return to;
+  }
+  /// What shape-computation node n gives of its inputs' integers a.
+  std::vector<std::int64_t> evaluate(const node& n, const std::vector<std::vector<std::int64_t>>& a) const {
+    const auto index = [&](std::int64_t i, std::size_t size, bool clamp) {
+      const auto r = std::int64_t(size);
+      if (i < 0) i += r;
+      if (clamp) return std::size_t(std::clamp<std::int64_t>(i, 0, r));
+      if (i < 0 || i >= r) refuse(n, "indexes a shape of " + std::to_string(size) + " extents at " + std::to_string(i));
+      return std::size_t(i);
+    };
+    if (n.op == "Gather") {
+      if (n.i("axis", 0) != 0 || a.size() != 2) refuse(n, "gathers a shape other than along axis 0, by one index tensor");
+      std::vector<std::int64_t> r;
+      for (auto i : a.at(1)) r.push_back(a[0][index(i, a[0].size(), false)]);
+      return r;
+    }
+    if (n.op == "Concat") {
+      std::vector<std::int64_t> r;
+      for (const auto& v : a) r.insert(r.end(), v.begin(), v.end());
+      return r;
+    }
+    if (n.op == "Slice") {
+      if ((a.size() > 3 && !a[3].empty() && (a[3].size() != 1 || a[3][0] != 0)) || (a.size() > 4 && !a[4].empty() && (a[4].size() != 1 || a[4][0] != 1)))
+        refuse(n, "slices a shape other than along axis 0, step 1");
+      if (a.size() < 3 || a[1].size() != 1 || a[2].size() != 1) refuse(n, "slices a shape without one start and one end");
+      const std::size_t b = index(a[1][0], a[0].size(), true), e = index(a[2][0], a[0].size(), true);
+      return b < e ? std::vector<std::int64_t>(a[0].begin() + std::ptrdiff_t(b), a[0].begin() + std::ptrdiff_t(e)) : std::vector<std::int64_t>{};
+    }
+    if (n.op == "Mul" || n.op == "Add" || n.op == "Sub" || n.op == "Div") {
+      if (a.size() != 2 || (a[0].size() != a[1].size() && a[0].size() != 1 && a[1].size() != 1)) refuse(n, "combines shapes of different lengths");
+      const std::size_t size = std::max(a[0].size(), a[1].size());
+      const bool mul = n.op == "Mul", add = n.op == "Add";
+      const std::int64_t identity = mul || n.op == "Div" ? 1 : 0;
+      std::vector<std::int64_t> r(size);
+      for (std::size_t i = 0; i < size; ++i) {
+        const std::int64_t x = a[0][a[0].size() == 1 ? 0 : i], y = a[1][a[1].size() == 1 ? 0 : i];
+        const bool sx = x <= unknown_extent, sy = y <= unknown_extent;  // symbols
+        if (sx || sy) {
+          r[i] = sx && !sy && y == identity ? x : !sx && sy && (mul || add) && x == identity ? y : unknown_extent;
+          continue;
+        }
+        std::int64_t v = 0;
+        const bool overflow = mul ? __builtin_mul_overflow(x, y, &v) : add ? __builtin_add_overflow(x, y, &v) : n.op == "Sub" ? __builtin_sub_overflow(x, y, &v)
+                                                                                                                        : (y == 0 || (v = x / y, false));
+        r[i] = overflow ? unknown_extent : v;
+      }
+      return r;
+    }
+    return a.at(0);  // Unsqueeze, Squeeze, Cast, Reshape: the same extents
+  }
+  /// A node of a shape computation (a Shape, and what Gather, Slice, Concat, the arithmetic, ...
+  /// make of shapes and constants: their extents kept, the batch a symbol) or of zeros (filled
+  /// from a shape by ConstantOfShape or an Expand of a constant 0, and slices of those): a
+  /// recurrent node's initial state, and the shapes a Reshape takes. It adds no layer: true
+  /// when n is one (its output then in shapes or zeros).
   bool shape_computation(const node& n) {
-    if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+    if (n.outputs.size() != 1 || n.outputs[0].empty() || n.inputs.empty()) return false;
     const std::string& out = n.outputs[0];
+    const std::string& first = n.inputs[0];
     if (n.op == "Shape") {
-      shapes.insert(out);
+      const auto v = values.find(first);
+      if (v == values.end()) refuse(n, "reads " + first + ", which neither the graph's input nor a node before it gives");
+      const auto d = onnx_dims(v->second);
+      const auto r = std::int64_t(d.size());
+      const auto place = [&](std::int64_t i) { return std::clamp<std::int64_t>(i < 0 ? i + r : i, 0, r); };
+      const std::int64_t b = place(n.i("start", 0)), e = place(n.i("end", r));
+      shapes[out] = b < e ? std::vector<std::int64_t>(d.begin() + b, d.begin() + e) : std::vector<std::int64_t>{};
       return true;
     }
-    if (n.op == "ConstantOfShape") {
-      if (n.inputs.empty() || (!shapes.count(n.inputs[0]) && !constant(n.inputs[0])))
-        refuse(n, "fills a shape that is neither a constant nor computed from a tensor's Shape");
+    const auto zero = [&](const std::string& name) {
+      const tensor* t = constant(name);
+      return t && std::all_of(t->values.begin(), t->values.end(), [](double v) { return v == 0; });
+    };
+    if (n.op == "ConstantOfShape" || (n.op == "Expand" && constant(first) && n.inputs.size() == 2 && integers(n.inputs[1]))) {
+      if (n.op == "ConstantOfShape" && !integers(first)) refuse(n, "fills a shape that is neither a constant nor computed from a tensor's Shape");
       const auto* v = n.find("value");
-      if (v && v->has_t && (v->t.count() != 1 || v->t.values[0] != 0))
-        refuse(n, "fills its tensor with a value other than 0: the importer takes it as a recurrent node's zero initial state");
+      const bool zeros_filled = n.op == "ConstantOfShape" ? !v || !v->has_t || (v->t.count() == 1 && v->t.values[0] == 0) : zero(first);
+      if (!zeros_filled) refuse(n, "fills its tensor with a value other than 0: the importer takes it as a recurrent node's zero initial state");
       zeros.insert(out);
       return true;
     }
-    static constexpr std::string_view ops[] = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Reshape", "Expand"};
+    static constexpr std::string_view ops[] = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Reshape", "Expand", "Mul", "Add", "Sub", "Div"};
     if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops)) return false;
-    bool of_shapes = false, of_zeros = false;
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-      const std::string& in = n.inputs[i];
-      if (in.empty() || (i > 0 && constant(in))) continue;
-      if (shapes.count(in)) of_shapes = true;
-      else if (i == 0 && zeros.count(in)) of_zeros = true;
-      else if (i > 0 || !constant(in)) return false;
+    const auto all_integers = [&](std::size_t from) {
+      for (std::size_t i = from; i < n.inputs.size(); ++i)
+        if (!n.inputs[i].empty() && !integers(n.inputs[i])) return false;
+      return true;
+    };
+    if (zeros.count(first)) {  // zeros sliced, reshaped, expanded: zeros
+      const bool keeps = n.op == "Slice" || n.op == "Reshape" || n.op == "Unsqueeze" || n.op == "Squeeze" || n.op == "Gather" || n.op == "Expand" || n.op == "Cast";
+      if (!keeps || !all_integers(1)) return false;
+      zeros.insert(out);
+      return true;
     }
-    if (of_shapes == of_zeros) return false;  // of constants alone, or of both
-    (of_shapes ? shapes : zeros).insert(out);
+    if (n.op == "Expand" || !all_integers(0)) return false;
+    bool of_shapes = false;
+    std::vector<std::vector<std::int64_t>> a;
+    for (const auto& i : n.inputs) {
+      of_shapes = of_shapes || (!i.empty() && shapes.count(i));
+      a.push_back(i.empty() ? std::vector<std::int64_t>{} : *integers(i));
+    }
+    if (!of_shapes) return false;  // of constants alone
+    shapes[out] = evaluate(n, a);
     return true;
   }
   /// A scalar index constant: input i of n.
@@ -806,6 +941,10 @@ struct walk : value {
   }
   void transpose(const node& n) {
     const auto perm = n.ints("perm", {});
+    if (seq == sequence::steps && perm == std::vector<std::int64_t>{0, 2, 1, 3}) {
+      seq = sequence::steps_batch;
+      return;
+    }
     if ((seq != sequence::batch_first && seq != sequence::time_first) || perm != std::vector<std::int64_t>{1, 0, 2})
       refuse(n, "transposes other than a sequence's batch and time (perm 1, 0, 2): the network's tensors are channels last");
     seq = seq == sequence::batch_first ? sequence::time_first : sequence::batch_first;
@@ -814,6 +953,7 @@ struct walk : value {
     const tensor& axes = weight(n, 1, "axes");
     const double axis = axes.count() == 1 ? axes.values[0] : -100;
     if (seq == sequence::steps && (axis == 1 || axis == -3)) seq = sequence::time_first;
+    else if (seq == sequence::steps_batch && (axis == 2 || axis == -2)) seq = sequence::time_first;
     else if (seq == sequence::state && (axis == 0 || axis == -3)) seq = sequence::none;
     else refuse(n, "squeezes other than a recurrent node's directions (axis 1 of Y, 0 of Y_h): the importer takes those");
   }
@@ -1054,7 +1194,8 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     for (const auto& i : n.inputs) {
       if (i.empty() || c.constant(i)) continue;
       if (c.shapes.count(i) || c.zeros.count(i)) {
-        if (recurrent) continue;  // its initial states: recurrent() checks them
+        // A recurrent node's initial states (recurrent() checks them), a Reshape's target.
+        if (recurrent || (n.op == "Reshape" && n.inputs.size() > 1 && i == n.inputs[1] && c.shapes.count(i))) continue;
         c.refuse(n, "reads " + i + ", a shape or zeros filled from one: the importer takes those as a recurrent node's initial state alone");
       }
       const auto v = c.values.find(i);
@@ -1080,7 +1221,7 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     // and the Transpose, Squeeze and Gather around them; batch first, element-wise nodes and
     // flattening too.
     if (c.seq != value::sequence::none) {
-      const bool around = recurrent || op == "Transpose" || op == "Squeeze" || op == "Gather" || op == "Dropout" || op == "Identity";
+      const bool around = recurrent || op == "Transpose" || op == "Squeeze" || op == "Gather" || op == "Reshape" || op == "Dropout" || op == "Identity";
       const bool elementwise = op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Elu" || op == "Selu" || op == "Softplus" || op == "Softsign" ||
                                op == "Clip" || op == "Mul" || op == "Add" || op == "Sub" || op == "Div" || op == "Flatten" || op == "Reshape";
       if (!around && !(elementwise && c.seq == value::sequence::batch_first))
@@ -1114,6 +1255,21 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     } else if (op == "Flatten") {
       if (n.i("axis", 1) != 1) c.refuse(n, "flattens from axis " + std::to_string(n.i("axis", 1)) + ": the importer takes axis 1");
       c.flatten(n);
+    } else if (op == "Reshape" && (c.seq != value::sequence::none || !c.constant(n.inputs.size() > 1 ? n.inputs[1] : ""))) {
+      // To ONNX's [T, N, F] from a recurrent node's Y, or to [N, features]: the target's extents
+      // (a constant, or computed from shapes) told against the input's.
+      const auto target = n.inputs.size() > 1 ? c.integers(n.inputs[1]) : std::nullopt;
+      if (!target) c.refuse(n, "reshapes to a shape computed from the graph's data");
+      const auto from = walk::onnx_dims(c);
+      const auto to = walk::reshaped(from, *target, n.i("allowzero", 0) != 0);
+      using S = value::sequence;
+      if ((c.seq == S::steps || c.seq == S::steps_batch) && to == std::vector<std::int64_t>{from[0], walk::batch_extent, from[3]}) {
+        c.seq = S::time_first;
+      } else if ((c.seq == S::none || c.seq == S::batch_first) && to.size() == 2 && to[0] == walk::batch_extent) {
+        c.flatten(n);
+      } else {
+        c.refuse(n, "reshapes to a shape other than [N, features], or than [T, N, F] of a recurrent node's Y");
+      }
     } else if (op == "Reshape") {
       const tensor& s = c.weight(n, 1, "shape");
       std::size_t total = 1;
