@@ -32,7 +32,9 @@ eval mode):
   torch_rnn_dynamo, torch_gru_dynamo  torch_rnn's and torch_gru's networks by the same exporter
              (opset 20): each recurrent node's Y transposed to [T, N, 1, F] and reshaped to
              [T, N, F] by a shape computed from its Shape (Slice, Mul, Concat) or by a constant,
-             its zero states an Expand of 0.
+             its zero states an Expand of 0;
+  torch_resnet_dynamo  torch_resnet's network by the same exporter: its AdaptiveAvgPool2d(1) a
+             ReduceMean over H and W.
 """
 import os
 import sys
@@ -163,6 +165,7 @@ def main():
     write("torch_cnn_dynamo", cnn(), r.uniform(0, 1, size=(3, 1, 28, 28)).astype("float32"), dynamo=True)
     write("torch_rnn_dynamo", RNN(), r.uniform(-1, 1, size=(4, 7, 5)).astype("float32"), dynamo=True)
     write("torch_gru_dynamo", GRU(), r.uniform(-1, 1, size=(3, 6, 4)).astype("float32"), dynamo=True)
+    write("torch_resnet_dynamo", ResNet(), r.uniform(0, 1, size=(3, 1, 16, 16)).astype("float32"), dynamo=True)
 
 
 if __name__ == "__main__":

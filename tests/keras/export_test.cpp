@@ -704,6 +704,8 @@ TEST_CASE("import_header, ONNX: what has no embedded form is an io_error naming 
   refused(image("MaxPool", {{"kernel_shape", {3, 3}}, {"ceil_mode", {1}}, {"strides", {2, 2}}}), "has ceil_mode: the embedded poolings round down");
   refused(image("AveragePool", {{"kernel_shape", {3, 3}}, {"pads", {1, 1, 1, 1}}, {"count_include_pad", {1}}}), "counts its pads");
   refused(image("Softmax", {{"axis", {-1}}}), "node y (Softmax) is over axis -1: the embedded softmax is over the channels");
+  refused(image("ReduceMean", {{"axes", {1, 2}}}), "node y (ReduceMean) reduces axes other than H and W (2 and 3)");
+  CHECK(kinds(import_onnx(image("ReduceMax", {{"axes", {-1, -2}}, {"keepdims", {0}}}))) == "GlobalMaxPooling2D");
   refused(image("LSTM"), "node y (LSTM) reads a tensor other than a sequence [T, N, F]");
   refused(image("Relu", {}, {-1, 4, 4, 4, 4}), "input x has 5 dimensions: the importer takes [N, C, H, W], [N, T, F] or [N, features]");
   refused(image("Conv", {}, {-1, 4, 4}), "node y (Conv) reads a sequence [N, T, F]: the importer takes one into element-wise nodes");

@@ -1134,12 +1134,12 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
                                              "Reshape", "Gemm", "MatMul", "BatchNormalization", "Relu", "Sigmoid", "Tanh", "Elu", "Selu",
                                              "Softplus", "Softsign", "Clip", "Softmax", "LogSoftmax", "Mul", "Add", "Sub", "Div", "Pad",
                                              "Dropout", "Identity", "Concat", "LSTM", "GRU", "Transpose", "Squeeze", "Gather",
-                                             "Shape", "ConstantOfShape", "Unsqueeze", "Slice", "Cast", "Expand"};
+                                             "Shape", "ConstantOfShape", "Unsqueeze", "Slice", "Cast", "Expand", "ReduceMean", "ReduceMax"};
   for (const auto& n : g.nodes)
     if (std::find(std::begin(ops), std::end(ops), n.op) == std::end(ops))
       fail(name, "node " + n.label() + " (" + n.op +
                      ") has no embedded form (the importer reads Conv, ConvTranspose, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
-                     "the activations, Softmax, Clip, Concat, x * c, x / c, x + c, x - c, the sums, differences and products of two tensors, "
+                     "the activations, Softmax, Clip, Concat, x * c, x / c, x + c, x - c, the sums, differences and products of two tensors, ReduceMean and ReduceMax over H and W, "
                      "LSTM and GRU, and the Transpose, Squeeze, Gather and shape computations around them)");
 
   embedded_model m;
@@ -1252,6 +1252,22 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
       c.add(n, op == "GlobalAveragePool" ? "GlobalAveragePooling2D" : "GlobalMaxPooling2D");
       c.dims = {c.dims[0]};
       c.pooled = true;
+    } else if (op == "ReduceMean" || op == "ReduceMax") {
+      // Over H and W (PyTorch's default exporter writes AdaptiveAvgPool2d(1) so): a global pooling,
+      // its [N, C, 1, 1] with keepdims, [N, C] without. The axes are an input from opset 18.
+      c.need_spatial(n);
+      std::vector<std::int64_t> axes = n.ints("axes", {});
+      if (n.inputs.size() > 1 && !n.inputs[1].empty()) {
+        const auto given = c.integers(n.inputs[1]);
+        if (!given || c.shapes.count(n.inputs[1])) c.refuse(n, "takes its axes from the graph, not from a constant");
+        axes = *given;
+      }
+      for (auto& a : axes) a = a < 0 ? a + 4 : a;
+      std::sort(axes.begin(), axes.end());
+      if (axes != std::vector<std::int64_t>{2, 3}) c.refuse(n, "reduces axes other than H and W (2 and 3): the importer takes a global pooling");
+      c.add(n, op == "ReduceMean" ? "GlobalAveragePooling2D" : "GlobalMaxPooling2D");
+      c.dims = {c.dims[0]};
+      c.pooled = n.i("keepdims", 1) != 0;
     } else if (op == "Flatten") {
       if (n.i("axis", 1) != 1) c.refuse(n, "flattens from axis " + std::to_string(n.i("axis", 1)) + ": the importer takes axis 1");
       c.flatten(n);
