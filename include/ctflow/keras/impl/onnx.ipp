@@ -261,18 +261,15 @@ inline void external_values(tensor& t, const std::string& model) {
   const std::string path = (std::filesystem::path(model).parent_path() / location).string();
   const ctflow::detail::mapped_file f(path, std::string(what) + ": " + model + ": tensor " + t.name + "'s external file");
   const auto bytes = f.bytes();
-  const std::size_t element = t.type == 1 || t.type == 6 ? 4 : t.type == 11 || t.type == 7 ? 8 : 0;
-  if (element == 0) fail(model, "tensor " + t.name + " is of element type " + std::to_string(t.type) + " (the importer reads float, double, int32 and int64)");
-  std::size_t n = 1;
-  for (auto d : t.dims) n *= std::size_t(d);
   if (t.offset > bytes.size()) fail(model, "tensor " + t.name + " starts at byte " + std::to_string(t.offset) + " of " + path + ", which has " + std::to_string(bytes.size()));
   const std::uint64_t length = t.length == std::uint64_t(-1) ? bytes.size() - t.offset : t.length;
   if (length > bytes.size() - t.offset)
     fail(model, "tensor " + t.name + " takes " + std::to_string(length) + " bytes at " + std::to_string(t.offset) + " of " + path + ", which has " + std::to_string(bytes.size()));
-  if (length != n * element)
-    fail(model, "tensor " + t.name + " takes " + std::to_string(length) + " bytes of " + path + " for " + std::to_string(n) + " elements of " + std::to_string(element) + " bytes");
   pb::reader r(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), std::string(what) + ": " + path);
   raw_values(r, std::string_view(reinterpret_cast<const char*>(bytes.data() + t.offset), std::size_t(length)), t.type, t.values);
+  if (t.values.size() != t.count())
+    fail(model, "tensor " + t.name + " takes " + std::to_string(length) + " bytes of " + path + ": " + std::to_string(t.values.size()) + " values for " +
+                    std::to_string(t.count()) + " elements");
   t.external = false;
 }
 
@@ -789,6 +786,11 @@ struct walk : value {
     if (v.pooled) d.insert(d.end(), {1, 1});
     return d;
   }
+  /// Whether `name` is a constant of zeros.
+  bool zero_constant(const std::string& name) const {
+    const tensor* t = constant(name);
+    return t && std::all_of(t->values.begin(), t->values.end(), [](double v) { return v == 0; });
+  }
   /// The integers of a shape computation or of a constant named `name`, if it is one.
   std::optional<std::vector<std::int64_t>> integers(const std::string& name) const {
     if (const auto it = shapes.find(name); it != shapes.end()) return it->second;
@@ -897,14 +899,10 @@ struct walk : value {
       shapes[out] = b < e ? std::vector<std::int64_t>(d.begin() + b, d.begin() + e) : std::vector<std::int64_t>{};
       return true;
     }
-    const auto zero = [&](const std::string& name) {
-      const tensor* t = constant(name);
-      return t && std::all_of(t->values.begin(), t->values.end(), [](double v) { return v == 0; });
-    };
     if (n.op == "ConstantOfShape" || (n.op == "Expand" && constant(first) && n.inputs.size() == 2 && integers(n.inputs[1]))) {
       if (n.op == "ConstantOfShape" && !integers(first)) refuse(n, "fills a shape that is neither a constant nor computed from a tensor's Shape");
       const auto* v = n.find("value");
-      const bool zeros_filled = n.op == "ConstantOfShape" ? !v || !v->has_t || (v->t.count() == 1 && v->t.values[0] == 0) : zero(first);
+      const bool zeros_filled = n.op == "ConstantOfShape" ? !v || !v->has_t || (v->t.count() == 1 && v->t.values[0] == 0) : zero_constant(first);
       if (!zeros_filled) refuse(n, "fills its tensor with a value other than 0: the importer takes it as a recurrent node's zero initial state");
       zeros.insert(out);
       return true;
@@ -1009,9 +1007,7 @@ struct walk : value {
     if (given(4)) refuse(n, "takes sequence_lens: the embedded layers run every step");
     if (lstm && given(7)) refuse(n, "has peepholes (P): the embedded LSTM has none");
     for (std::size_t i : {std::size_t(5), std::size_t(6)}) {
-      if (!given(i) || zeros.count(n.inputs[i])) continue;
-      const tensor* t = constant(n.inputs[i]);
-      if (!t || std::any_of(t->values.begin(), t->values.end(), [](double v) { return v != 0; }))
+      if (given(i) && !zeros.count(n.inputs[i]) && !zero_constant(n.inputs[i]))
         refuse(n, "starts from the state " + n.inputs[i] + ", which is not zeros: the embedded layers start from zero states");
     }
     const auto read = [&](std::size_t i) { return i < n.outputs.size() && !n.outputs[i].empty() && readers[n.outputs[i]] > 0; };
@@ -1223,7 +1219,7 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     if (c.seq != value::sequence::none) {
       const bool around = recurrent || op == "Transpose" || op == "Squeeze" || op == "Gather" || op == "Reshape" || op == "Dropout" || op == "Identity";
       const bool elementwise = op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Elu" || op == "Selu" || op == "Softplus" || op == "Softsign" ||
-                               op == "Clip" || op == "Mul" || op == "Add" || op == "Sub" || op == "Div" || op == "Flatten" || op == "Reshape";
+                               op == "Clip" || op == "Mul" || op == "Add" || op == "Sub" || op == "Div" || op == "Flatten";
       if (!around && !(elementwise && c.seq == value::sequence::batch_first))
         c.refuse(n, c.seq == value::sequence::batch_first ? "reads a sequence [N, T, F]: the importer takes one into element-wise nodes, LSTM, GRU, Flatten and the last step's Gather"
                                                           : "reads a recurrent node's sequence in ONNX's layout: the importer takes the Squeeze and the Transpose to [N, T, F] after it");
@@ -1271,11 +1267,13 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     } else if (op == "Flatten") {
       if (n.i("axis", 1) != 1) c.refuse(n, "flattens from axis " + std::to_string(n.i("axis", 1)) + ": the importer takes axis 1");
       c.flatten(n);
-    } else if (op == "Reshape" && (c.seq != value::sequence::none || !c.constant(n.inputs.size() > 1 ? n.inputs[1] : ""))) {
-      // To ONNX's [T, N, F] from a recurrent node's Y, or to [N, features]: the target's extents
-      // (a constant, or computed from shapes) told against the input's.
-      const auto target = n.inputs.size() > 1 ? c.integers(n.inputs[1]) : std::nullopt;
+    } else if (op == "Reshape") {
+      // To [N, features], or to ONNX's [T, N, F] from a recurrent node's Y: the target's extents
+      // (a constant, or computed from shapes) told against the input's; a leading 1 of a
+      // constant [1, features] is the batch (a model exported at batch 1).
+      auto target = n.inputs.size() > 1 ? c.integers(n.inputs[1]) : std::nullopt;
       if (!target) c.refuse(n, "reshapes to a shape computed from the graph's data");
+      if (target->size() == 2 && (*target)[0] == 1 && !c.shapes.count(n.inputs[1])) (*target)[0] = walk::batch_extent;
       const auto from = walk::onnx_dims(c);
       const auto to = walk::reshaped(from, *target, n.i("allowzero", 0) != 0);
       using S = value::sequence;
@@ -1286,14 +1284,6 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
       } else {
         c.refuse(n, "reshapes to a shape other than [N, features], or than [T, N, F] of a recurrent node's Y");
       }
-    } else if (op == "Reshape") {
-      const tensor& s = c.weight(n, 1, "shape");
-      std::size_t total = 1;
-      for (auto d : c.dims) total *= d;
-      const bool to_rows = s.count() == 2 && (s.values[0] == -1 || s.values[0] == 0 || s.values[0] == 1) &&
-                           (s.values[1] == -1 || s.values[1] == double(total));
-      if (!to_rows) c.refuse(n, "reshapes to a shape other than [N, features]: the importer takes a Reshape that flattens");
-      c.flatten(n);
     } else if (op == "Gemm") {
       c.gemm(n);
     } else if (op == "MatMul") {
