@@ -30,3 +30,8 @@
 #include <ctflow/ops/nn/pool.hpp>
 #include <ctflow/ops/random.hpp>
 #include <ctflow/ops/reduction.hpp>
+
+// The backends' compiled kernel instances (float32 and float64), which <ctflow/compiled/core.hpp>
+// compiles: this umbrella, which includes the backends, names their file; the compiled part
+// names no backend.
+#define CTFLOW_BACKEND_INSTANCES <ctflow/backend/cpu/impl/instances.ipp>

@@ -11,4 +11,4 @@
 
 #include <ctflow/ctflow.hpp>
 
-#include <ctflow/backend/cpu/impl/instances.ipp>
+#include CTFLOW_BACKEND_INSTANCES
