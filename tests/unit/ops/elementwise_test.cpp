@@ -93,14 +93,15 @@ TEST_CASE("broadcast operands follow the rows across every axis and thread split
 
 TEST_CASE("short rows, read several at a time where every operand allows it, hold every element on any thread count") {
   // Whole-number values, so that any evaluation order gives the same elements. Rows of 2 to 300
-  // elements, counts with and without small divisors (97 has none), the biggest split over
-  // threads; operands that are contiguous, a bias, a constant, a column, a transpose (the last
-  // two never merge), a mask of where, and more biases than the loop tiles.
+  // elements, counts with and without small divisors (97 has none), and for each row length the
+  // count just past two tasks' work, which splits over 2 threads into ranges of unequal length;
+  // operands that are contiguous, a bias, a constant, a column, a transpose (the last two never
+  // merge), a mask of where, and more biases than the loop tiles.
   const int threads_before = config::get_num_threads();
   const auto check = [](auto zero) {
     using T = decltype(zero);
     for (std::size_t inner : {2, 3, 5, 16, 17, 31, 100, 128, 129, 300})
-      for (std::size_t rows : {1, 4, 97, 1000, 30000}) {
+      for (std::size_t rows : {std::size_t(1), std::size_t(4), std::size_t(97), std::size_t(1000), 2 * backend::cpu::grain_for(inner) + 97}) {
         Tensor<T, Shape<dyn, dyn>> a({rows, inner}), t({inner, rows});
         Tensor<T, Shape<dyn>> b({inner});
         Tensor<T, Shape<dyn, dyn>> col({rows, 1});
