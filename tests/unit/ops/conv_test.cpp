@@ -108,10 +108,22 @@ TEST_CASE("Winograd F(2x2, 3x3) and F(4x4, 3x3): conv2d and both gradients match
   const int threads = int(backend::cpu::pool().size());
   const auto [y1, dx1, df1] = run(1);
   const auto [y3, dx3, df3] = run(3);
-  config::set_num_threads(threads);
   REQUIRE(std::equal(y1.data(), y1.data() + y1.size(), y3.data()));
   REQUIRE(std::equal(dx1.data(), dx1.data() + dx1.size(), dx3.data()));
   REQUIRE(std::equal(df1.data(), df1.data() + df1.size(), df3.data()));
+  // One image of 9 tiles (the Fashion-MNIST CNN's second convolution at batch 1): one task of
+  // tiles, whose products the threads share by position; the same bits.
+  Tensor<float, Shape<1, 13, 13, 32>> x1 = random_normal<float, Shape<1, 13, 13, 32>>(74, 0.0, 1.0);
+  Tensor<float, Shape<3, 3, 32, 64>> f1 = random_normal<float, Shape<3, 3, 32, 64>>(75, 0.0, 1.0);
+  REQUIRE(winograd::scheme_for(nn::detail::make_geometry(x1.dims(), f1.dims(), 1, 1, 1, 1, nn::VALID)) == winograd::scheme::f4x4);
+  config::set_num_threads(1);
+  const auto one = eval(nn::conv2d<nn::VALID>(x1, f1));
+  config::set_num_threads(3);
+  const auto three = eval(nn::conv2d<nn::VALID>(x1, f1));
+  config::set_num_threads(threads);
+  REQUIRE(std::equal(one.data(), one.data() + one.size(), three.data()));
+  const auto want = naive_conv(x1, f1, 1, 1, false);
+  require_equal(one, want, 1e-4, scale_of(want));
 }
 
 TEST_CASE("Winograd's kept filter transforms follow every write to the filters") {

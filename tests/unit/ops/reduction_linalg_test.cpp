@@ -261,6 +261,30 @@ TEST_CASE("matmul fuses into element-wise expressions and results do not depend 
   double s = 0;
   for (std::size_t p = 0; p < 200; ++p) s += double(x2(1000, p)) * double(w2(p, 11));
   REQUIRE(p1(1000, 11) == Approx(s).margin(1e-3));
+  // A row vector times a B of more than half a core's L2 (a dense layer at batch 1): on two
+  // threads each takes one of the two runs of k of the widest tiles, k odd (its last row goes to
+  // the first run), 300 columns (two tiles of 128, then narrower ones on the first thread); and
+  // added into C.
+  auto row = random_normal<float, Shape<1, 1601>>(8);
+  auto wide = random_normal<float, Shape<1601, 300>>(9);
+  Tensor<float, Shape<1, 300>> added[2];
+  for (int threads : {1, 2}) {
+    config::set_num_threads(threads);
+    added[threads - 1] = fill<float, Shape<1, 300>>(0.5f);
+    backend::cpu::gemm::gemm<float>(1, 300, 1601, row.data(), 1601, 1, wide.data(), 300, 1, added[threads - 1].data(), 300, true);
+  }
+  config::set_num_threads(1);
+  Tensor<float, Shape<1, 300>> q1 = matmul(row, wide);
+  config::set_num_threads(2);
+  Tensor<float, Shape<1, 300>> q2 = matmul(row, wide);
+  REQUIRE(std::equal(q1.begin(), q1.end(), q2.begin()));
+  REQUIRE(std::equal(added[0].begin(), added[0].end(), added[1].begin()));
+  for (std::size_t j : {0, 127, 128, 255, 256, 299}) {
+    double e = 0;
+    for (std::size_t p = 0; p < 1601; ++p) e += double(row(0, p)) * double(wide(p, j));
+    REQUIRE(q1(0, j) == Approx(e).margin(1e-3));
+    REQUIRE(added[0](0, j) == Approx(e + 0.5).margin(1e-3));
+  }
 }
 
 TEST_CASE("tensordot contracts trailing axes of a with leading axes of b") {

@@ -447,6 +447,53 @@ template <class T, std::size_t M, std::size_t K, std::size_t N> void small_stati
   if constexpr (full < M) static_tile<T, M - full, K, N>(a + full * K, b, c + full * N);
 }
 
+/// Run s (0 or 1) of small_tile<T, 1, 8>'s two runs of k over B's first `wide` columns (whole
+/// tiles of 8 vectors), tile by tile into sums: rows [s k/2, (s + 1) k/2) of B, and for run 0
+/// the odd last row after both, each column's products added in the order the tile adds them.
+template <class T>
+void row_run(std::size_t s, std::size_t wide, std::size_t k, const T* a, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb, T* sums) {
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>, W = 8 * L;
+  const std::size_t per = k / 2, end = s == 0 ? per : 2 * per;
+  for (std::size_t j = 0; j < wide; j += W) {
+    V acc[8];
+    unroll(std::make_index_sequence<8>{}, [&](auto v) { acc[v] = V(T(0)); });
+    const auto step = [&](std::size_t row) {
+      const V ai(a[std::ptrdiff_t(row) * csa]);
+      const T* brow = b + std::ptrdiff_t(row) * rsb + std::ptrdiff_t(j);
+      unroll(std::make_index_sequence<8>{}, [&](auto v) { acc[v] = xsimd::fma(ai, V::load_unaligned(brow + v * L), acc[v]); });
+    };
+    for (std::size_t row = s * per; row < end; ++row) step(row);
+    if (s == 0)
+      for (std::size_t row = 2 * per; row < k; ++row) step(row);
+    unroll(std::make_index_sequence<8>{}, [&](auto v) { acc[v].store_unaligned(sums + j + v * L); });
+  }
+}
+
+/// A row of A times B (1 x k times k x n) on two threads: each takes one of the two runs of k of
+/// small_rows<T, 1>'s widest tiles, so that each core streams half of B (from its own cache
+/// where B is larger than one core's L2, a dense layer's weights at batch 1), and their sums are
+/// added as the tile adds its runs: the same result, bit for bit, as on one thread. The narrower
+/// tiles after the widest ones stay whole, on the first thread.
+template <class T>
+void row_in_two_runs(std::size_t n, std::size_t k, const T* a, std::ptrdiff_t csa, const T* b, std::ptrdiff_t rsb, T* c, bool accumulate) {
+  using V = batch<T>;
+  constexpr std::size_t L = lanes<T>, W = 8 * L;
+  const std::size_t wide = n / W * W;
+  ctflow::detail::buffer<T> sums(2 * wide, false);
+  parallel_for(2, 1, 1, [&](std::size_t sb, std::size_t se) {
+    for (std::size_t s = sb; s < se; ++s) {
+      row_run(s, wide, k, a, csa, b, rsb, sums.data() + s * wide);
+      if (s == 0 && wide < n) small_rows<T, 1>(n - wide, k, a, 0, csa, b + wide, rsb, c + wide, 0, accumulate);
+    }
+  });
+  for (std::size_t j = 0; j < wide; j += L) {
+    V r = V::load_unaligned(sums.data() + j);
+    r += V::load_unaligned(sums.data() + wide + j);
+    (accumulate ? r + V::load_unaligned(c + j) : r).store_unaligned(c + j);
+  }
+}
+
 /// C[m x n] (+)= A[m x k] * B[k x n]; element (i, j) of A is a[i * rsa + j * csa], likewise B;
 /// C is row-major with leading dimension ldc.
 template <class T>
@@ -463,6 +510,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const T* a, std::ptrdiff_
   // cores, as the host places them): from 3e5 multiply-adds (3 us on one thread), a second
   // thread pays even at the high end.
   const std::size_t threads = work < 3.0e5 ? 1 : std::size_t(pool().size());
+  // A row vector times a B of 1.5e5 elements or more (600 KB of float32, more than half a core's
+  // L2): memory-bound on one core, a second streams half of B from its own cache.
+  if (m == 1 && csb == 1 && n >= 8 * lanes<T> && k >= 64 && work >= 1.5e5 && pool().size() > 1)
+    return row_in_two_runs(n, k, a, csa, b, rsb, c, accumulate);
   // Unpacked: products too small to pay for packing, and those whose B stays in L2 while it
   // streams past each group of rows of A, where B is narrow enough (up to 320 columns, which
   // covers the im2col products of 3x3 convolutions over 32 channels) for that to beat packing.

@@ -360,7 +360,7 @@ template <class S, class T> void forward_tiles(const geometry& g, const T* x, co
   // Threads take tiles in multiples of 8, so that every tile meets the same row tile of
   // gemm::small (and so sums in the same order) as on one thread; a task takes at least a chunk
   // and task_work's worth of transformed inputs and products, so that a small call (the CNN's
-  // 9 tiles at batch 1) stays on one thread.
+  // 9 tiles at batch 1) is one task, whose products the threads then share by position.
   parallel_for_scratch<T>(tl.count, std::max(chunk, grain_for(P * (cp + op))), 8, P * vs + cp + P * ms, [&](std::size_t tb, std::size_t te, T* work) {
     T* const v = work;
     T* const m = work + P * vs + cp;
@@ -368,8 +368,13 @@ template <class S, class T> void forward_tiles(const geometry& g, const T* x, co
     for (std::size_t t0 = tb; t0 < te; t0 += chunk) {
       const std::size_t nt = std::min(chunk, te - t0);
       input_tiles<S>(g, tl, x, t0, nt, v, vs, cp, v + P * vs);
-      for (std::size_t pos = 0; pos < P; ++pos)
-        gemm::small(nt, g.o, g.c, v + pos * vs, std::ptrdiff_t(cp), 1, u + pos * g.c * g.o, std::ptrdiff_t(g.o), m + pos * ms, std::ptrdiff_t(op), false);
+      // The positions' products are independent: where the tiles are too few to split (a call
+      // at batch 1), threads take positions instead, each product whole on one thread. Within
+      // a task of the tiles' split they run on its thread.
+      parallel_for(P, grain_for(nt * g.c * g.o), 1, [&](std::size_t p0, std::size_t p1) {
+        for (std::size_t pos = p0; pos < p1; ++pos)
+          gemm::small(nt, g.o, g.c, v + pos * vs, std::ptrdiff_t(cp), 1, u + pos * g.c * g.o, std::ptrdiff_t(g.o), m + pos * ms, std::ptrdiff_t(op), false);
+      });
       tl.each(t0, nt, [&](std::size_t t, std::size_t img, std::size_t ty, std::size_t tx) {
         const std::size_t rows = std::min(S::m, g.oh - S::m * ty), cols = std::min(S::m, g.ow - S::m * tx);
         T* out = y + ((img * g.oh + S::m * ty) * g.ow + S::m * tx) * g.o;
