@@ -190,7 +190,8 @@ CTFLOW_OUTLINE inline void finish_op(const std::string& label, const char* devic
 }
 
 /// After op node N ran on device from begin into out (extents d), over its operands' memory
-/// views: finish() with the op's label and its inputs.
+/// views: finish() with the op's label and its inputs. A node's label is its op's, so the
+/// evaluators name N as expr::Computed<K> of the op K alone: one label per op, not per node.
 template <class N, class T, std::size_t R, class... V>
 void finish_op(const char* device, std::int64_t begin, const T* out, const dims_t<R>& d, const V&... inputs) {
   finish_op(label<N>(), device, begin, result(out, d), {input_ref{inputs.dims.data(), inputs.dims.size(), sizeof(*inputs.data)}...});

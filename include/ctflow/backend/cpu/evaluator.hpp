@@ -243,6 +243,38 @@ template <class E, bool Contiguous> struct source {
   }
 };
 
+/// Runs op k's kernel over its operands' memory views into dest (the destination of an
+/// assignment), or into the destination on offer, or into memory of its own (out), returning the
+/// result's view; with `saved`, the form that also leaves the op's by-product for its gradient.
+/// One function per op and operand views, whatever expressions the operands were: a node type's
+/// evaluator only makes their sources.
+template <class K, class T, std::size_t R, class U, class... V>
+strided_view<T, R> run_kernel(const K& k, const dims_t<R>& d, T* dest, ctflow::cpu::buffer<T>& out, U saved, const V&... views) {
+  if (!dest) dest = static_cast<T*>(take_offer(&dtype_tag<T>, R, d.data()));
+  if (!dest) {
+    out = ctflow::cpu::buffer<T>(product(d), false);
+    dest = out.data();
+  }
+  // Withdrawn while the kernel runs, put back after (if untaken) for the next boundary. No
+  // scope object: a throw leaves it withdrawn until assign()'s scope ends.
+  destination_offer* const held = withdraw_offer();
+  auto compute = [&] {
+    const kernel<K> op{k};
+    if constexpr (std::is_same_v<U, std::nullptr_t>) op.run(dest, views...);
+    else op.run(dest, saved, views...);
+  };
+  if (detail::profile::on()) {
+    const std::int64_t begin = detail::profile::now_ns();
+    compute();
+    // Labelled by the op alone: the label of a node is its op's (detail/observe.hpp).
+    detail::observe::finish_op<expr::Computed<K>>(ctflow::cpu::name, begin, dest, d, views...);
+  } else {
+    compute();
+  }
+  restore_offer(held);
+  return strided_view<T, R>{dest, d, row_major_strides(d)};
+}
+
 }  // namespace ctflow::backend::cpu
 
 namespace ctflow {
@@ -324,38 +356,14 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu
   explicit evaluator(const expr::Computed<K, Ops...>& n, T* dest = nullptr) : evaluator(n, dest, nullptr) {}
   /// The same, filling a saving kernel's by-product too (expr/computed.hpp).
   template <class U> evaluator(const expr::Computed<K, Ops...>& n, T* dest, U saved) {
-    std::apply([&](const auto&... ops) { run(n, dest, saved, backend::cpu::source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops)...); }, n.ops);
+    // The sources live to the end of the call, which runs the kernel over their memory.
+    std::apply([&](const auto&... ops) {
+      v = backend::cpu::run_kernel(n.k, n.dims(), dest, out, saved, backend::cpu::source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops).v...);
+    }, n.ops);
   }
   auto view() const { return v; }
   auto cursor() const { return backend::cpu::strided_cursor<T>(v); }
   auto flat_cursor() const { return backend::cpu::contiguous_cursor<T>{v.data}; }
-
- private:
-  template <class U, class... Src> void run(const expr::Computed<K, Ops...>& n, T* dest, U saved, const Src&... srcs) {
-    const auto d = n.dims();
-    if (!dest) dest = static_cast<T*>(backend::cpu::take_offer(&backend::cpu::dtype_tag<T>, R, d.data()));
-    if (!dest) {
-      out = cpu::buffer<T>(product(d), false);
-      dest = out.data();
-    }
-    // Withdrawn while the kernel runs, put back after (if untaken) for the next boundary. No
-    // scope object: a throw leaves it withdrawn until assign()'s scope ends.
-    backend::cpu::destination_offer* const held = backend::cpu::withdraw_offer();
-    auto compute = [&] {
-      const backend::cpu::kernel<K> kernel{n.k};
-      if constexpr (std::is_same_v<U, std::nullptr_t>) kernel.run(dest, srcs.v...);
-      else kernel.run(dest, saved, srcs.v...);
-    };
-    if (detail::profile::on()) {
-      const std::int64_t begin = detail::profile::now_ns();
-      compute();
-      detail::observe::finish_op<expr::Computed<K, Ops...>>(cpu::name, begin, dest, d, srcs.v...);
-    } else {
-      compute();
-    }
-    backend::cpu::restore_offer(held);
-    v = expr::strided_view<T, R>{dest, d, row_major_strides(d)};
-  }
 };
 
 }  // namespace ctflow

@@ -151,7 +151,7 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, ref
     const backend::reference::kernel<K> kernel{n.k};
     if constexpr (std::is_same_v<U, std::nullptr_t>) kernel.run(dest, srcs.v...);
     else kernel.run(dest, saved, srcs.v...);
-    if (detail::profile::on()) detail::observe::finish_op<expr::Computed<K, Ops...>>(reference::name, begin, dest, d, srcs.v...);
+    if (detail::profile::on()) detail::observe::finish_op<expr::Computed<K>>(reference::name, begin, dest, d, srcs.v...);
     v = expr::strided_view<T, R>{dest, d, row_major_strides(d)};
   }
 };
