@@ -1,8 +1,8 @@
 #pragma once
 // The CPU backend's part of ctflow's compiled core (compiled/core.hpp includes it, as ctflow.hpp's
-// CTFLOW_BACKEND_INSTANCES): the float32 and
-// float64 instances of the CPU kernels' entry points, which their headers declare `extern
-// template` in a program built with CTFLOW_SEPARATE_COMPILATION.
+// CTFLOW_BACKEND_INSTANCES): the float32 and float64 instances of the CPU kernels' entry points,
+// which their headers declare `extern template` in a program built with
+// CTFLOW_SEPARATE_COMPILATION.
 
 #include <ctflow/backend/cpu/cpu.hpp>
 
