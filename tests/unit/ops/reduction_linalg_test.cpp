@@ -263,8 +263,8 @@ TEST_CASE("matmul fuses into element-wise expressions and results do not depend 
   REQUIRE(p1(1000, 11) == Approx(s).margin(1e-3));
   // A row vector times a B of more than half a core's L2 (a dense layer at batch 1): on two
   // threads each takes one of the two runs of k of the widest tiles, k odd (its last row goes to
-  // the first run), 300 columns (two tiles of 128, then narrower ones on the first thread); and
-  // added into C.
+  // the first run), 300 columns (with AVX-512's 16 lanes two tiles of 128, then narrower ones on
+  // the first thread); and added into C.
   auto row = random_normal<float, Shape<1, 1601>>(8);
   auto wide = random_normal<float, Shape<1601, 300>>(9);
   Tensor<float, Shape<1, 300>> added[2];
