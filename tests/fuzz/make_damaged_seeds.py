@@ -8,7 +8,8 @@ once crashed, hung or exhausted a reader (make_seeds.cpp writes the seeds of ctf
 Damage kinds kept as seeds: in a legacy .h5, each reference to the global heap (the variable-length
 strings of layer_names and weight_names) pointed at 0xfffffffffffffff0, and a byte flipped inside
 one; a .keras archive whose deflated member's directory claims 2 GiB, and one with a bad CRC-32;
-a progressive JPEG and a baseline one whose headers claim 32768 x 32768, and a truncated one.
+a progressive JPEG and a baseline one whose headers claim 32768 x 32768, a truncated one,
+and an arithmetic-coded one of 210 megapixels in 96 bytes.
 """
 import gzip
 import io
@@ -115,6 +116,13 @@ def jpeg_files():
     put("jpeg", "progressive_32768", claiming(progressive, 32768, 32768))
     put("jpeg", "baseline_32768", claiming(baseline, 32768, 32768))
     put("jpeg", "truncated", baseline[: len(baseline) - 40])
+
+    # An arithmetic-coded frame (SOF9) of 4657 x 45096 whose scan holds no data: legitimate (the
+    # coder drops trailing zero bytes, so a plain image codes to next to nothing), 210 MB decoded.
+    def segment(marker, body):
+        return bytes([0xFF, marker]) + struct.pack(">H", len(body) + 2) + body
+    put("jpeg", "arithmetic_blank", b"\xff\xd8" + segment(0xDB, bytes([0]) + bytes([1]) * 64) + segment(0xC9, struct.pack(">BHHB", 8, 4657, 45096, 1) + bytes([1, 0x11, 0]))
+        + segment(0xDA, bytes([1, 1, 0, 0, 63, 0])) + b"\xff\xd9")
 
 
 def gzip_files():

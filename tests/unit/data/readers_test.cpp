@@ -369,6 +369,17 @@ std::string claiming(std::string jpg, std::uint16_t height, std::uint16_t width)
   return jpg;
 }
 
+/// The progressive JPEG with its last scan repeated until it has `scans` in all (libjpeg only
+/// warns of the bogus progression a repeated refinement makes).
+std::string with_scans(const std::string& jpg, std::size_t scans) {
+  std::size_t n = 0;
+  for (std::size_t at = jpg.find("\xFF\xDA"); at != std::string::npos; at = jpg.find("\xFF\xDA", at + 2)) ++n;
+  const std::size_t last = jpg.rfind("\xFF\xDA"), eoi = jpg.size() - 2;
+  std::string out = jpg.substr(0, eoi);
+  for (std::size_t i = n; i < scans; ++i) out += jpg.substr(last, eoi - last);
+  return out + jpg.substr(eoi);
+}
+
 long peak_rss_kb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -416,6 +427,41 @@ TEST_CASE("decode_jpeg on hostile files: sizes checked before decoding, the deco
   CHECK_THROWS_WITH(io::decode_jpeg(claiming(baseline, 32768, 32768)), Catch::Contains("truncated JPEG data"));
   CHECK(peak_rss_kb() - before < 64 * 1024);
   CHECK_THROWS_WITH(io::decode_jpeg(claiming(baseline, 0, 48)), Catch::Contains("corrupt JPEG data"));
+  // Arithmetic coding has no size floor (the coder drops trailing zero bytes, so a plain image
+  // codes to next to nothing): a scan of no data is an image of any size, decoded within
+  // max_image_bytes as by tf.io.decode_jpeg.
+  const auto segment = [](int marker, std::string body) {
+    return std::string{'\xFF', char(marker), char((body.size() + 2) >> 8), char((body.size() + 2) & 0xFF)} + body;
+  };
+  const std::string blank = "\xFF\xD8" + segment(0xDB, std::string(1, '\0') + std::string(64, '\1')) +
+                            segment(0xC9, std::string{8, char(2000 >> 8), char(2000 & 0xFF), char(3000 >> 8), char(3000 & 0xFF), 1, 1, 0x11, 0}) +
+                            segment(0xDA, std::string{1, 1, 0, 0, 63, 0}) + "\xFF\xD9";
+  CHECK(io::decode_jpeg(blank, 3).dims() == dims_t<3>{2000, 3000, 3});
+  // Every scan of a progressive file passes over the whole image, and may cost a few bytes: past
+  // max_jpeg_scans the file is refused (the image here 64 x 48, so that the test stays short).
+  CHECK(io::decode_jpeg(with_scans(progressive, io::max_jpeg_scans)).dims() == dims_t<3>{64, 48, 1});
+  CHECK_THROWS_WITH(io::decode_jpeg(with_scans(progressive, io::max_jpeg_scans + 1)),
+                    Catch::Equals("ctflow::io::decode_jpeg: a JPEG of more than 1000 scans (max_jpeg_scans)"));
+}
+
+TEST_CASE("extract_jpeg_shape reads the header's shape without decoding, as tf.io.extract_jpeg_shape") {
+  std::vector<std::uint8_t> rgb(30 * 20 * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = std::uint8_t(i * 13);
+  for (const std::string& jpg : {gray_jpeg(64, 48, false), gray_jpeg(64, 48, true), jpeg_of(rgb, 30, 20, 3, 90, false)}) {
+    const auto shape = io::extract_jpeg_shape(jpg);
+    static_assert(std::is_same_v<decltype(shape), const Tensor<std::int32_t, Shape<3>>>);
+    const auto d = io::decode_jpeg(jpg).dims();
+    CHECK(shape(0) == std::int32_t(d[0]));
+    CHECK(shape(1) == std::int32_t(d[1]));
+    CHECK(shape(2) == std::int32_t(d[2]));
+  }
+  // A header claiming 32768 x 32768 x 3 is only read: no decoding, no allocation of the image.
+  const long before = peak_rss_kb();
+  const auto big = io::extract_jpeg_shape<std::int64_t>(claiming(jpeg_of(rgb, 30, 20, 3, 90, false), 32768, 32768));
+  CHECK(peak_rss_kb() - before < 16 * 1024);
+  CHECK((big(0) == 32768 && big(1) == 32768 && big(2) == 3));
+  CHECK_THROWS_WITH(io::extract_jpeg_shape("garbage!"), Catch::Equals("ctflow::io::extract_jpeg_shape: corrupt JPEG data: Not a JPEG file: starts with 0x67 0x61"));
+  CHECK_THROWS_AS(io::extract_jpeg_shape(gray_jpeg(64, 48, false).substr(0, 40)), io_error);
 }
 
 TEST_CASE("per_image_standardization gives TensorFlow's values and gradient, on the CPU and the reference device") {

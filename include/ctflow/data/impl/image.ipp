@@ -96,20 +96,27 @@ CTFLOW_DECL std::string detail::encode_png(const std::uint8_t* pixels, const dim
 
 namespace detail {
 
-struct jpeg_failure {
+/// What libjpeg calls back: the error manager (first, so that libjpeg's pointer to it is one to
+/// the whole), the jump an error takes with its message (msg_code -1: ctflow's own), and the
+/// progress monitor.
+struct jpeg_handlers {
   jpeg_error_mgr mgr;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  jpeg_progress_mgr progress;
 };
 
-/// Decodes into `out` (channels: the caller's, checked): false, with `failure` set, when the data
-/// cannot be decoded. Every object a longjmp from libjpeg crosses belongs to the caller, so none
-/// is left indeterminate and no destructor is skipped.
-inline bool jpeg_decode(jpeg_decompress_struct& cinfo, jpeg_failure& err, std::string_view contents, int channels, Image& out, std::string& failure) {
+/// Reads the header (the file's [height, width, components] into `shape`) and, when `out` is
+/// given, decodes into it (channels: the caller's, checked): false, with `failure` set, when the
+/// data cannot be read. Every object a longjmp from libjpeg crosses belongs to the caller, so
+/// none is left indeterminate and no destructor is skipped.
+inline bool jpeg_read(jpeg_decompress_struct& cinfo, jpeg_handlers& err, std::string_view contents, int channels, dims_t<3>& shape, Image* out,
+                      std::string& failure) {
   if (setjmp(err.jump)) {
     const bool memory = err.mgr.msg_code == JERR_NO_BACKING_STORE || err.mgr.msg_code == JERR_OUT_OF_MEMORY;
-    failure = memory ? "decoding needs more than max_image_bytes of working memory (" + std::string(err.message) + ")"
-                     : "corrupt JPEG data: " + std::string(err.message);
+    failure = err.mgr.msg_code == -1 ? std::string(err.message)
+              : memory               ? "decoding needs more than max_image_bytes of working memory (" + std::string(err.message) + ")"
+                                       : "corrupt JPEG data: " + std::string(err.message);
     return false;
   }
   jpeg_create_decompress(&cinfo);
@@ -117,6 +124,8 @@ inline bool jpeg_decode(jpeg_decompress_struct& cinfo, jpeg_failure& err, std::s
   cinfo.mem->max_memory_to_use = long(max_image_bytes);
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(contents.data()), static_cast<unsigned long>(contents.size()));
   jpeg_read_header(&cinfo, TRUE);
+  shape = {cinfo.image_height, cinfo.image_width, std::size_t(cinfo.num_components)};
+  if (!out) return true;
   if (cinfo.num_components != 1 && cinfo.num_components != 3) {
     failure = "JPEG with " + std::to_string(cinfo.num_components) + " components is not supported";
     return false;
@@ -130,38 +139,46 @@ inline bool jpeg_decode(jpeg_decompress_struct& cinfo, jpeg_failure& err, std::s
     failure = "image of " + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c) + " exceeds max_image_bytes";
     return false;
   }
-  // Huffman coding spends at least one bit on every 8x8 block (its DC code), so data shorter than
-  // an eighth of a byte a block cannot be the image its header claims: truncated, as libjpeg
-  // would find only after allocating and decoding it all.
+  // Huffman coding spends at least one bit on every 8x8 block of every component (its DC code),
+  // so data shorter than an eighth of a byte a block cannot be the image its header claims:
+  // truncated, as libjpeg would find only after allocating and decoding it all. (Arithmetic
+  // coding has no such floor: a blank image codes to nothing, and decodes within the bounds.)
   if (!cinfo.arith_code) {
-    const std::uint64_t blocks = std::uint64_t(cinfo.comp_info[0].width_in_blocks) * cinfo.comp_info[0].height_in_blocks;
+    std::uint64_t blocks = 0;
+    for (int i = 0; i < cinfo.num_components; ++i) blocks += std::uint64_t(cinfo.comp_info[i].width_in_blocks) * cinfo.comp_info[i].height_in_blocks;
     if (contents.size() < blocks / 8) {
       failure = "truncated JPEG data: " + std::to_string(contents.size()) + " bytes cannot hold the " + std::to_string(h) + "x" + std::to_string(w) +
                 " image its header claims (at least " + std::to_string(blocks / 8) + ")";
       return false;
     }
   }
+  // A progressive scan can cover every block in a few bytes, so a small file of many scans would
+  // cost hours: libjpeg calls the monitor for each row of blocks it reads, with the scan's number.
+  err.progress.progress_monitor = [](j_common_ptr c) {
+    if (reinterpret_cast<j_decompress_ptr>(c)->input_scan_number <= int(max_jpeg_scans)) return;
+    auto* e = reinterpret_cast<jpeg_handlers*>(c->err);
+    std::snprintf(e->message, sizeof e->message, "a JPEG of more than %d scans (max_jpeg_scans)", int(max_jpeg_scans));
+    e->mgr.msg_code = -1;
+    std::longjmp(e->jump, 1);
+  };
+  cinfo.progress = &err.progress;
   jpeg_start_decompress(&cinfo);
-  out = Image({h, w, c}, uninitialized);  // decoded in place, each row once: the result is the only copy
+  *out = Image({h, w, c}, uninitialized);  // decoded in place, each row once: the result is the only copy
   while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW row = out.data() + std::size_t(cinfo.output_scanline) * w * c;
+    JSAMPROW row = out->data() + std::size_t(cinfo.output_scanline) * w * c;
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_decompress(&cinfo);
   return true;
 }
 
-}  // namespace detail
-
-CTFLOW_DECL Image decode_jpeg(std::string_view contents, int channels) {
-  constexpr const char* op = "ctflow::io::decode_jpeg";
-  detail::check_channels(op, channels, false);
-  if (channels == 4) throw value_error(std::string(op) + ": channels must be 0, 1 or 3");
+/// jpeg_read with libjpeg's errors as io_error of `op`.
+inline void jpeg_call(const char* op, std::string_view contents, int channels, dims_t<3>& shape, Image* out) {
   jpeg_decompress_struct cinfo{};
-  detail::jpeg_failure err{};
+  jpeg_handlers err{};
   cinfo.err = jpeg_std_error(&err.mgr);
   err.mgr.error_exit = [](j_common_ptr c) {
-    auto* e = reinterpret_cast<detail::jpeg_failure*>(c->err);
+    auto* e = reinterpret_cast<jpeg_handlers*>(c->err);
     (*c->err->format_message)(c, e->message);
     std::longjmp(e->jump, 1);
   };
@@ -170,12 +187,28 @@ CTFLOW_DECL Image decode_jpeg(std::string_view contents, int channels) {
   err.mgr.emit_message = [](j_common_ptr c, int level) {
     if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF) c->err->error_exit(c);
   };
-  Image out;
   std::string failure;
-  const bool ok = detail::jpeg_decode(cinfo, err, contents, channels, out, failure);
+  const bool ok = jpeg_read(cinfo, err, contents, channels, shape, out, failure);
   jpeg_destroy_decompress(&cinfo);
-  if (!ok) detail::image_error(op, failure);
+  if (!ok) image_error(op, failure);
+}
+
+}  // namespace detail
+
+CTFLOW_DECL Image decode_jpeg(std::string_view contents, int channels) {
+  constexpr const char* op = "ctflow::io::decode_jpeg";
+  detail::check_channels(op, channels, false);
+  if (channels == 4) throw value_error(std::string(op) + ": channels must be 0, 1 or 3");
+  dims_t<3> shape{};
+  Image out;
+  detail::jpeg_call(op, contents, channels, shape, &out);
   return out;
+}
+
+CTFLOW_DECL dims_t<3> detail::jpeg_shape(std::string_view contents) {
+  dims_t<3> shape{};
+  jpeg_call("ctflow::io::extract_jpeg_shape", contents, 0, shape, nullptr);
+  return shape;
 }
 
 }  // namespace ctflow::io
