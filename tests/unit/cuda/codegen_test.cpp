@@ -70,6 +70,21 @@ template <class E> int run_on_host(const host_kernels& m, const E& e, value_t<E>
   return m.entry(launch.entry)(launch.args.data(), 3, 32);
 }
 
+/// How many comparisons ran the vector loop (the launch chose it).
+std::size_t vector_runs = 0;
+
+/// The form of the entry point the launch of e into out chooses ("vector32", "strided64", ...).
+template <class E> std::string chosen_form(const host_kernels&, const E& e, value_t<E>* out) {
+  std::vector<std::shared_ptr<void>> keep;
+  auto view_of = [&](const auto& node) {
+    auto ev = std::make_shared<ctflow::evaluator<std::remove_cvref_t<decltype(node)>, reference>>(node);
+    keep.push_back(ev);
+    return ev->view();
+  };
+  const std::string entry = gen::launch_for(out, e.dims(), e, view_of).entry;
+  return entry.substr(entry.rfind('_') + 1);
+}
+
 template <class T> double as_double(const T& v) { return double(compute_t<T>(v)); }
 
 /// got and want agree within tol relative to 1 + |want| (0: exactly); NaN matches NaN.
@@ -86,8 +101,8 @@ template <class T> void require_close(const T* got, const T* want, std::size_t n
 }
 
 /// The generated kernel's result on the host against the reference and cpu devices, in the form
-/// the launch chose and in the others: the strided 64-bit loop; a reduction's loops per thread and
-/// per block.
+/// the launch chose and in the others: the strided 64-bit loop (and the linear one where the
+/// launch chose the vector loop); a reduction's loops per thread and per block.
 template <class E> void compare(const host_kernels& m, const E& e, double tol) {
   using T = value_t<E>;
   const auto d = e.dims();
@@ -110,6 +125,11 @@ template <class E> void compare(const host_kernels& m, const E& e, double tol) {
   } else {
     REQUIRE(run_on_host(m, e, other.get(), "strided64") == 0);
     require_close(other.get(), got.get(), n, 0.0, "the strided 64-bit loop against the chosen one");
+    if (chosen_form(m, e, got.get()) == "vector32") {
+      ++vector_runs;
+      REQUIRE(run_on_host(m, e, other.get(), "linear64") == 0);
+      require_close(other.get(), got.get(), n, 0.0, "the linear 64-bit loop against the vector one");
+    }
   }
 }
 
@@ -219,6 +239,7 @@ TEST_CASE("cuda codegen: generated kernels run on the host equal the reference a
   add_cases(s);
   REQUIRE(s.module.kernels().size() > 20);
   s.run();
+  CHECK(vector_runs > 20);
 }
 
 TEST_CASE("cuda codegen: an invalid integer operation is reported by the kernel, named by its functors") {
@@ -259,9 +280,19 @@ TEST_CASE("cuda codegen: one source per expression type; extents, strides and nu
     if constexpr (rank_v<decltype(t)> == 1) return own1(t);
     else return own(t);
   });
-  CHECK(linear.entry == gen::kernel_for<decltype(a * 2.f + a)>().name + "_linear32");
+  CHECK(linear.entry == gen::kernel_for<decltype(a * 2.f + a)>().name + "_vector32");
   CHECK(strided.entry == gen::kernel_for<decltype(a * 2.f + r)>().name + "_strided32");
-  CHECK(linear.items == 12);
+  CHECK(linear.items == 3);  // four elements a thread
+  // Vector reads and writes need every address aligned to four elements (std::vector's memory is
+  // aligned to 16 bytes): an output or an input one float on takes the linear loop.
+  Tensor<float, D1> v({11});
+  const std::string name = gen::kernel_for<decltype(v * 2.f)>().name;
+  const auto aligned = gen::launch_for(out.data(), v.dims(), v * 2.f, own1);
+  CHECK(aligned.entry == name + "_vector32");
+  CHECK(aligned.items == 3);  // the last thread's quad is the tail of 3
+  CHECK(gen::launch_for(out.data() + 1, v.dims(), v * 2.f, own1).entry == name + "_linear32");
+  const auto shifted = [](const auto& t) { return expr::strided_view<float, 1>{t.data() + 1, t.dims(), t.strides()}; };
+  CHECK(gen::launch_for(out.data(), v.dims(), v * 2.f, shifted).entry == name + "_linear32");
   // out, n, dims[2], two input pointers, strides[2][2], one float scalar: padded to 8 bytes.
   CHECK(linear.args.size() == 8 + 8 + 16 + 16 + 32 + 8);
 }
@@ -309,14 +340,29 @@ TEST_CASE("cuda codegen: NVRTC compiles every generated kernel for sm_90 without
     INFO(cubin.log.substr(cubin.log.rfind('\n', begin) + 1, at - cubin.log.rfind('\n', begin) + 19));
     CHECK(cubin.log.substr(begin, at - begin) == "0");
   }
-  CHECK(reports == 4 * s.module.kernels().size());
+  // Six entry points an element-wise kernel, four a reduction's.
+  const auto entries_of = [](const gen::generated_kernel& k) { return k.source.find("_vector32") != std::string::npos ? 6u : 4u; };
+  std::size_t expected = 0;
+  for (const auto* k : s.module.kernels()) expected += entries_of(*k);
+  CHECK(reports == expected);
   const auto ptx = gen::compile(all, "kernels.cu", "compute_90");
   const std::string text(ptx.binary.begin(), ptx.binary.end());
   for (const auto* k : s.module.kernels()) {
     std::size_t entries = 0;
     for (std::size_t at = text.find(".entry " + k->name); at != std::string::npos; at = text.find(".entry " + k->name, at + 1)) ++entries;
-    CHECK(entries == 4);
+    CHECK(entries == entries_of(*k));
   }
+  // The vector loop of float inputs reads each in one 16-byte access and writes four at once.
+  Tensor<float, D2> x({2, 3}), y({2, 3});
+  const auto& add = gen::kernel_for<decltype(x * y + 1.f)>();
+  const auto add_ptx = gen::compile(add.source, add.name + ".cu", "compute_90");
+  const std::string add_text(add_ptx.binary.begin(), add_ptx.binary.end());
+  const std::size_t vector_entry = add_text.find(".entry " + add.name + "_vector32");
+  REQUIRE(vector_entry != std::string::npos);
+  const std::string vector_body = add_text.substr(vector_entry, add_text.find(".entry", vector_entry + 1) - vector_entry);
+  INFO(vector_body);
+  CHECK(vector_body.find(".v4.f32") != std::string::npos);
+  CHECK(vector_body.find("st.global.v4.f32") != std::string::npos);
   // One kernel alone, as the device compiles it.
   const auto* one = s.module.kernels().front();
   CHECK(!gen::compile(one->source, one->name + ".cu", "sm_90").binary.empty());

@@ -11,10 +11,12 @@
 /// one expression per element; anything else (a tensor, a view, a boundary op's result) is an
 /// input read through strides aligned with the output's last axes, broadcast axes with stride 0.
 ///
-/// An element-wise source has four entry points, `<name>_linear32`, `_linear64`, `_strided32` and
-/// `_strided64`: grid-stride loops over the output's elements with 32- or 64-bit indices, the
-/// linear ones where every input is laid out as the output (its offsets are the element's index),
-/// the strided ones decomposing each index over the extents. A reduction's has `_thread32/64`
+/// An element-wise source has six entry points, `<name>_linear32`, `_linear64`, `_strided32`,
+/// `_strided64`, `_vector32` and `_vector64`: grid-stride loops over the output's elements with
+/// 32- or 64-bit indices, the linear ones where every input is laid out as the output (its
+/// offsets are the element's index), the strided ones decomposing each index over the extents,
+/// the vector ones linear with every address aligned to four elements (each thread reads each
+/// input's four in one access and writes four). A reduction's has `_thread32/64`
 /// (one thread per output group) and `_block32/64` (one block per group, a fixed tree). A
 /// functor's body and a reduction's combine are their own host text (`source`, ops/math.hpp,
 /// ops/reduction.hpp) compiled against the prelude's math; the prelude includes no header and uses
@@ -106,6 +108,11 @@ __device__ __forceinline__ float ctflow_load(const ctflow_float16* p) { return c
 template <class T, class V> __device__ __forceinline__ void ctflow_store(T* p, const V& v) { *p = T(v); }
 __device__ __forceinline__ void ctflow_store(ctflow_bfloat16* p, float v) { *p = ctflow_to_bfloat16(v); }
 __device__ __forceinline__ void ctflow_store(ctflow_float16* p, float v) { *p = ctflow_to_float16(v); }
+// Four consecutive elements read or written as one access (the vector loop's; it runs only where
+// the first one's address is aligned to the four).
+template <class T> struct alignas(4 * sizeof(T)) ctflow_quad { T v[4]; };
+template <class T> __device__ __forceinline__ ctflow_quad<T> ctflow_load4(const T* p) { return *reinterpret_cast<const ctflow_quad<T>*>(p); }
+template <class T> __device__ __forceinline__ void ctflow_store4(T* p, const ctflow_quad<T>& q) { *reinterpret_cast<ctflow_quad<T>*>(p) = q; }
 
 namespace math {
 template <class X> constexpr bool is_integral = false;
@@ -214,6 +221,7 @@ template <class To> struct is_cast<ops::cast_fn<To>> : std::true_type { using ty
 /// functors' definitions, and the messages of the functors that can report an invalid operation.
 struct source_builder {
   std::string inputs, scalars, members, functors;
+  std::vector<std::string> input_types;  // the inputs' element types in the source
   std::vector<std::string_view> functor_types;
   std::vector<std::string> failures;
   std::size_t input_count = 0, scalar_count = 0, member_count = 0;
@@ -255,12 +263,15 @@ struct source_builder {
   }
 };
 
-/// The generated expression of node N's value at an element (its inputs read at offsets o[k]).
+/// The generated expression of node N's value at an element, each input k read as
+/// "ctflow_load(\1k\2)": operand_source_of spells out where (at offset o[k], or lane l of a
+/// vector read).
 template <class N> struct element {
   static std::string source(source_builder& b) {
     const std::string k = std::to_string(b.input_count++);
-    b.inputs += std::string("  const ") + source_type<value_t<N>>() + "* in" + k + ";\n";
-    return "ctflow_load(a.in" + k + " + o[" + k + "])";
+    b.input_types.emplace_back(source_type<value_t<N>>());
+    b.inputs += "  const " + b.input_types.back() + "* in" + k + ";\n";
+    return "ctflow_load(\1" + k + "\2)";
   }
 };
 template <class T> struct element<expr::Scalar<T>> {
@@ -322,10 +333,11 @@ struct generated_kernel {
 namespace detail {
 
 /// The operand fields of the argument struct and the element's value, for an operand of type N
-/// read over R axes: inputs' pointers and strides, the numbers, the functors' parameters.
+/// read over R axes: inputs' pointers and strides, the numbers, the functors' parameters. The
+/// value reads input k at offset o[k]; `lane` reads lane l of its four-element read qk.
 struct operand_source {
   source_builder b;
-  std::string value;
+  std::string value, lane;
   std::size_t inputs = 0;
   std::string pointers() const { return b.inputs; }
   std::string strides(std::size_t R) const {
@@ -335,7 +347,19 @@ struct operand_source {
 };
 template <class N> operand_source operand_source_of() {
   operand_source o;
-  o.value = element<N>::source(o.b);
+  const std::string reads = element<N>::source(o.b);
+  for (std::size_t at = 0; at < reads.size(); ++at) {
+    if (reads[at] != '\1') {
+      o.value += reads[at];
+      o.lane += reads[at];
+      continue;
+    }
+    const std::size_t end = reads.find('\2', at);
+    const std::string k = reads.substr(at + 1, end - at - 1);
+    o.value += "a.in" + k + " + o[" + k + "]";
+    o.lane += "q" + k + ".v + l";
+    at = end;
+  }
   o.inputs = o.b.input_count;
   return o;
 }
@@ -488,6 +512,11 @@ template <class I> __device__ __forceinline__ void ctflow_block_loop(const ctflo
       body += "\nconstexpr int R = " + std::to_string(R) + ", K = " + std::to_string(o.inputs) + ", KM = K > 0 ? K : 1;\n\n";
       body += "template <class I> __device__ __forceinline__ void ctflow_element(const ctflow_args& a, I i, const I* o) {\n";
       body += "  ctflow_store(a.out + i, " + o.value + ");\n}\n";
+      body += "template <class I> __device__ __forceinline__ void ctflow_element4(const ctflow_args& a, I i) {\n";
+      for (std::size_t k = 0; k < o.inputs; ++k)
+        body += "  const ctflow_quad<" + o.b.input_types[k] + "> q" + std::to_string(k) + " = ctflow_load4(a.in" + std::to_string(k) + " + i);\n";
+      body += std::string("  ctflow_quad<") + source_type<value_t<N>>() + "> r;\n";
+      body += "  for (int l = 0; l < 4; ++l) ctflow_store(r.v + l, " + o.lane + ");\n  ctflow_store4(a.out + i, r);\n}\n";
       body += R"(
 // A grid-stride loop over the output's elements; linear: every input laid out as the output.
 template <class I, bool Linear> __device__ __forceinline__ void ctflow_loop(const ctflow_args& a) {
@@ -502,10 +531,24 @@ template <class I, bool Linear> __device__ __forceinline__ void ctflow_loop(cons
     ctflow_element<I>(a, i, o);
   }
 }
+
+// Linear, and every address aligned to four of its elements: four elements a thread at a time,
+// each input and the output one access of the four, then the last n % 4 one by one.
+template <class I> __device__ __forceinline__ void ctflow_vector_loop(const ctflow_args& a) {
+  const I n = I(a.n), quads = n / 4, step = I(gridDim.x) * I(blockDim.x);
+  const I first = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x);
+  for (I g = first; g < quads; g += step) ctflow_element4<I>(a, g * 4);
+  for (I i = quads * 4 + first; i < n; i += step) {
+    I o[KM] = {};
+    for (int k = 0; k < K; ++k) o[k] = i;
+    ctflow_element<I>(a, i, o);
+  }
+}
 )";
       return detail::assemble(body,
                               {{"linear32", "ctflow_loop<int, true>"}, {"linear64", "ctflow_loop<long long, true>"},
-                               {"strided32", "ctflow_loop<int, false>"}, {"strided64", "ctflow_loop<long long, false>"}},
+                               {"strided32", "ctflow_loop<int, false>"}, {"strided64", "ctflow_loop<long long, false>"},
+                               {"vector32", "ctflow_vector_loop<int>"}, {"vector64", "ctflow_vector_loop<long long>"}},
                               std::move(o.b.failures));
     }
   }();
@@ -548,6 +591,7 @@ template <std::size_t R> struct argument_values {
     const void* data;
     std::array<long long, R> strides;  // per axis; 0 where broadcast or absent
     long long span;                    // the largest |offset| an element reaches
+    std::size_t bytes;                 // of an element
   };
   std::vector<input> inputs;
   argument_packer numbers;      // the scalars, each in its compute type
@@ -575,7 +619,7 @@ template <class N> struct arguments {
   template <std::size_t R, class ViewOf> static void collect(const N& n, argument_values<R>& out, ViewOf& view_of) {
     const auto v = view_of(n);
     constexpr std::size_t Rin = decltype(v.dims)().size();
-    typename argument_values<R>::input in{v.data, {}, 0};
+    typename argument_values<R>::input in{v.data, {}, 0, sizeof(*v.data)};
     for (std::size_t k = 0; k < Rin; ++k) {
       const long long s = v.dims[k] == 1 ? 0 : static_cast<long long>(v.strides[k]);
       in.strides[R - Rin + k] = s;
@@ -642,12 +686,17 @@ kernel_launch launch_for(T* out, const dims_t<R>& d, const E& e, ViewOf&& view_o
     for (const auto& in : values.inputs)
       for (std::size_t a = 0; a < R; ++a)
         if (d[a] != 1 && in.strides[a] != static_cast<long long>(row_major[a])) linear = false;
+    // The vector loop: linear, and every address aligned to four of its elements.
+    const auto quad_aligned = [](const void* at, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(at) % (4 * bytes) == 0; };
+    bool vector = linear && n >= 4 && quad_aligned(out, sizeof(T));
+    for (const auto& in : values.inputs) vector = vector && quad_aligned(in.data, in.bytes);
     p.put(static_cast<long long>(n));
     for (std::size_t a = 0; a < (R > 0 ? R : 1); ++a) p.put(static_cast<long long>(a < R ? d[a] : 1));
     values.pack(p);
     p.finish();
     const bool narrow = values.span() < (1ll << 30) && static_cast<long long>(n) < (1ll << 30);
-    return {k.name + (linear ? "_linear" : "_strided") + (narrow ? "32" : "64"), std::move(p.bytes), n, false};
+    const char* form = vector ? "_vector" : linear ? "_linear" : "_strided";
+    return {k.name + form + (narrow ? "32" : "64"), std::move(p.bytes), vector ? (n + 3) / 4 : n, false};
   }
 }
 

@@ -24,4 +24,10 @@ constexpr int R = 2, K = 1, KM = K > 0 ? K : 1;
 template <class I> __device__ __forceinline__ void ctflow_element(const ctflow_args& a, I i, const I* o) {
   ctflow_store(a.out + i, f0{a.q0}(f1{}(ctflow_load(a.in0 + o[0]), a.s0)));
 }
+template <class I> __device__ __forceinline__ void ctflow_element4(const ctflow_args& a, I i) {
+  const ctflow_quad<float> q0 = ctflow_load4(a.in0 + i);
+  ctflow_quad<float> r;
+  for (int l = 0; l < 4; ++l) ctflow_store(r.v + l, f0{a.q0}(f1{}(ctflow_load(q0.v + l), a.s0)));
+  ctflow_store4(a.out + i, r);
+}
 
