@@ -6,8 +6,8 @@
 //                     images as their test case;
 //   zoo.hpp           a network of every layer the embedded form has (strided and same-padded
 //                     convolutions, depthwise, batch normalization with moving statistics of its
-//                     own, zero padding, the poolings, reshapes, element-wise activations and
-//                     softmax), untrained, on random inputs;
+//                     own, zero padding, the poolings, reshapes, a permute, element-wise
+//                     activations and softmax), untrained, on random inputs;
 //   residual.hpp      a functional model of branches (a residual sum, a gate's product,
 //                     concatenations, a transposed convolution), untrained, on random inputs: an
 //                     embedded::Model;
@@ -45,7 +45,7 @@ using Zoo = keras::Sequential<keras::Input<float, Shape<12, 12, 3>>, layers::Res
                               layers::DepthwiseConv2D<3, layers::depth_multiplier<2>, activations::relu6>, layers::MaxPooling2D<2, layers::same>,
                               layers::Activation<activations::swish>, layers::Dropout, layers::Conv2D<12, 1, layers::use_bias<false>>, layers::ReLU,
                               layers::AveragePooling2D<2, layers::strides<1>>, layers::Reshape<Shape<4, 12>>, layers::Dense<6, activations::softmax>,
-                              layers::Reshape<Shape<8, 3>>, layers::Activation<activations::log_softmax>, layers::Flatten, layers::Dense<4>>;
+                              layers::Reshape<Shape<8, 3>>, layers::Permute<2, 1>, layers::Activation<activations::log_softmax>, layers::Flatten, layers::Dense<4>>;
 
 /// The residual network: two convolutions and their sum, a 1x1 convolution's sigmoid gating a
 /// depthwise branch, the gate and the branch concatenated, upsampled by a transposed convolution
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   export_int8(cnn, out, "cnn", representative, test_images, test_set.second, images, report);
   std::fclose(report);
 
-  Zoo zoo({}, {.scale = 0.5, .offset = -1}, {}, {}, {}, {}, {}, {}, {.rate = 0.5}, {}, {}, {}, {}, {}, {}, {}, {}, {});
+  Zoo zoo({}, {.scale = 0.5, .offset = -1}, {}, {}, {}, {}, {}, {}, {.rate = 0.5}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
   // Moving statistics and an affine part of the batch normalization's own.
   auto& bn = zoo.get_layer<3>().layer;
   bn.gamma.assign(random_uniform<float, Shape<8>>(1, 0.5, 1.5));

@@ -217,6 +217,18 @@ TEST_CASE("import_header: a model file ctflow saved, its ReLU(6) a relu6, anothe
   CHECK(!std::filesystem::exists(scratch("capped.hpp")));
 }
 
+TEST_CASE("export_header and import_header: a Permute, its dims Keras's 1-based axes of the example") {
+  keras::Sequential<keras::Input<float, Shape<3, 4>>, layers::Permute<2, 1>, layers::Flatten, layers::Dense<2>> model;
+  keras::export_header(model, scratch("permute_exported.hpp"));
+  model.save(scratch("permute.keras"));
+  keras::import_header(scratch("permute.keras"), scratch("permute_imported.hpp"));
+  for (const char* file : {"permute_exported.hpp", "permute_imported.hpp"}) {
+    INFO(file);
+    CHECK_THAT(read_text(scratch(file)), Catch::Contains("    ctflow::embedded::Input<float, ctflow::Shape<1, 3, 4>>,\n"
+                                                         "    ctflow::embedded::Permute<2, 1>,\n    ctflow::embedded::Flatten,\n"));
+  }
+}
+
 // ONNX graphs built field by field (ModelProto's wire format), imported as import_header reads
 // them: the layouts the network takes (channels last, kernels transposed, a channels-first
 // Flatten's rows permuted) and each refusal's message. (The models of generate_onnx.py, against
@@ -824,10 +836,10 @@ TEST_CASE("quantize: TensorFlow Lite's requantization, a multiplier and a shift 
 
 TEST_CASE("quantize: an int8 network near the float model, a BatchNormalization folded, activations as tables, softmax on the dequantized output") {
   using Model = keras::Sequential<keras::Input<float, Shape<6, 6, 2>>, layers::Rescaling, layers::Conv2D<4, 3, layers::same>, layers::BatchNormalization,
-                                  layers::MaxPooling2D<2>, layers::Activation<activations::sigmoid>, layers::Flatten, layers::Dense<5, activations::relu>,
-                                  layers::Dense<3>, layers::Softmax<>>;
+                                  layers::MaxPooling2D<2>, layers::Activation<activations::sigmoid>, layers::Permute<3, 1, 2>, layers::Flatten,
+                                  layers::Dense<5, activations::relu>, layers::Dense<3>, layers::Softmax<>>;
   keras::utils::set_random_seed(3);
-  Model model({}, {.scale = 0.5}, {}, {}, {}, {}, {}, {}, {}, {});
+  Model model({}, {.scale = 0.5}, {}, {}, {}, {}, {}, {}, {}, {}, {});
   auto& bn = model.get_layer<2>().layer;
   bn.moving_mean.assign(random_uniform<float, Shape<4>>(1, -0.2, 0.2));
   bn.moving_variance.assign(random_uniform<float, Shape<4>>(2, 0.5, 1.5));
@@ -835,7 +847,7 @@ TEST_CASE("quantize: an int8 network near the float model, a BatchNormalization 
   const auto q = keras::quantize(model, x);
   std::string kinds;
   for (const auto& l : q.network.layers) kinds += (kinds.empty() ? "" : " ") + l.kind;
-  CHECK(kinds == "Rescaling Quantize QuantizedConv2D QuantizedMaxPooling2D Lookup Flatten QuantizedDense QuantizedDense Dequantize Activation");
+  CHECK(kinds == "Rescaling Quantize QuantizedConv2D QuantizedMaxPooling2D Lookup Permute Flatten QuantizedDense QuantizedDense Dequantize Activation");
   CHECK(q.input_size == 72);
   CHECK(q.output_size == 3);
   const auto expected = model.predict(x, {.batch_size = 64, .verbose = 0});
@@ -858,6 +870,7 @@ TEST_CASE("quantize: an int8 network near the float model, a BatchNormalization 
   CHECK(h.find("ctflow::embedded::QuantizedConv2D<false, 4, ctflow::embedded::window{.kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .padding = ctflow::nn::SAME}") !=
         std::string::npos);
   CHECK(h.find("alignas(64) inline constexpr std::int8_t conv2d_kernel[72] = {") != std::string::npos);
+  CHECK(h.find("ctflow::embedded::Permute<3, 1, 2>,\n    ctflow::embedded::Flatten,") != std::string::npos);
   CHECK(h.find("inline constexpr std::size_t test_count = 2;") != std::string::npos);
   CHECK(array_values(h, "test_outputs") == std::vector<float>(y.begin(), y.begin() + 6));
 }

@@ -69,7 +69,7 @@ template <class L> constexpr bool has_embedded_form() {
   if constexpr (exports_embedded<L>) return true;
   constexpr std::string_view c = L::class_name;
   for (std::string_view k : {"Dense", "Conv2D", "DepthwiseConv2D", "Conv2DTranspose", "LSTM", "GRU", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
-                             "Flatten", "Reshape", "ZeroPadding2D", "Rescaling", "BatchNormalization", "Activation", "Softmax", "ReLU", "Dropout"})
+                             "Flatten", "Reshape", "Permute", "ZeroPadding2D", "Rescaling", "BatchNormalization", "Activation", "Softmax", "ReLU", "Dropout"})
     if (c == k) return true;
   return false;
 }
@@ -115,6 +115,8 @@ template <class L> void export_layer(embedded_model& m, const std::string& name,
   } else if constexpr (cls == "GlobalAveragePooling2D" || cls == "GlobalMaxPooling2D" || cls == "Flatten") {
   } else if constexpr (cls == "Reshape") {
     for (int i = 1; i < L::output_shape::rank; ++i) e.target.push_back(L::output_shape::extents[std::size_t(i)]);
+  } else if constexpr (cls == "Permute") {
+    e.permutation.assign(L::dims.begin(), L::dims.end());
   } else if constexpr (cls == "ZeroPadding2D") {
     e.pads = {L::padding.top, L::padding.bottom, L::padding.left, L::padding.right};
   } else if constexpr (cls == "Rescaling") {

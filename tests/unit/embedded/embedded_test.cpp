@@ -95,12 +95,12 @@ TEST_CASE("embedded: an element-wise layer writes over its input, and views and 
   for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == expected.data()[i]);
 }
 
-TEST_CASE("embedded: depthwise and strided same-padded convolutions, zero padding, the poolings, reshapes and log_softmax") {
+TEST_CASE("embedded: depthwise and strided same-padded convolutions, zero padding, the poolings, a permute, reshapes and log_softmax") {
   using Net = embedded::Sequential<embedded::Input<float, Shape<1, 7, 5, 4>>, embedded::ZeroPadding2D<1, 0, 2, 1>,
                                    embedded::DepthwiseConv2D<2, embedded::window{.kh = 3, .kw = 3, .sh = 2, .sw = 1, .padding = nn::SAME},
                                                              activations::relu6, weights::dw>,
                                    embedded::AveragePooling2D<embedded::window{.kh = 2, .kw = 2, .sh = 1, .sw = 2, .padding = nn::SAME}>,
-                                   embedded::Reshape<Shape<16, 8>>, embedded::Activation<activations::log_softmax>,
+                                   embedded::Permute<3, 1, 2>, embedded::Reshape<Shape<16, 8>>, embedded::Activation<activations::log_softmax>,
                                    embedded::Reshape<Shape<4, 4, 8>>, embedded::GlobalMaxPooling2D>;
   static_assert(std::is_same_v<Net::output_shape, Shape<1, 8>>);
   const auto x = input<Shape<1, 7, 5, 4>>(3, -2, 2);
@@ -110,9 +110,23 @@ TEST_CASE("embedded: depthwise and strided same-padded convolutions, zero paddin
   const Tensor<float, Shape<1, 8, 8, 4>, reference> padded = reshape<Shape<1, 8, 8, 4>>(pad(x, {{{0, 0}, {1, 0}, {2, 1}, {0, 0}}}), {1, 8, 8, 4});
   const Tensor<float, Shape<1, 4, 8, 8>, reference> conv = relu6(nn::depthwise_conv2d<nn::SAME, 2, 1>(padded, f));
   const Tensor<float, Shape<1, 4, 4, 8>, reference> pooled = nn::avg_pool2d<2, 2, 1, 2, nn::SAME>(conv);
-  const Tensor<float, Shape<1, 16, 8>, reference> logp = nn::log_softmax(reshape<Shape<1, 16, 8>>(pooled));
+  const Tensor<float, Shape<1, 8, 4, 4>, reference> permuted = transpose<0, 3, 1, 2>(pooled);
+  const Tensor<float, Shape<1, 16, 8>, reference> logp = nn::log_softmax(reshape<Shape<1, 16, 8>>(permuted));
   const Tensor<float, Shape<1, 8>, reference> expected = nn::global_max_pool2d(reshape<Shape<1, 4, 4, 8>>(logp));
   for (int i = 0; i < 8; ++i) CHECK(y[i] == expected(0, i));
+  // A Permute of int8 activations (between a Quantize and a Dequantize, as keras::quantize writes it).
+  using Int8 = embedded::Sequential<embedded::Input<float, Shape<1, 2, 3, 4>>, embedded::Quantize<0.125, 3>, embedded::Permute<3, 1, 2>,
+                                    embedded::Dequantize<0.125, 3>>;
+  static_assert(std::is_same_v<Int8::output_shape, Shape<1, 4, 2, 3>>);
+  const auto small = input<Shape<1, 2, 3, 4>>(4, -2, 2);
+  float z[24];
+  Int8::predict(small.data(), z);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t c = 0; c < 4; ++c) {
+        const float v = small(0, i, j, c);
+        CHECK(z[(c * 2 + i) * 3 + j] == float(std::lround(v / 0.125f)) * 0.125f);
+      }
 }
 
 TEST_CASE("embedded: the network's arena or the caller's, and views of device memory") {

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// @brief embedded::Flatten and embedded::Reshape (views of their input's memory, nothing
-/// evaluated) and embedded::ZeroPadding2D.
+/// evaluated), embedded::Permute and embedded::ZeroPadding2D.
 
 #include <cstddef>
 
@@ -30,6 +30,19 @@ template <ShapeType Target> struct Reshape {
     using output_shape = shape_of<detail::with_first(In::extents[0], Target::extents)>;
     static constexpr std::size_t params = 0;
     static constexpr placement place = placement::view;
+  };
+};
+
+/// @brief keras.layers.Permute(dims): the example's axes in the order Dims (1-based, as Keras's;
+/// the batch axis stays first).
+template <int... Dims> struct Permute {
+  template <class T, ShapeType In> struct built {
+    static_assert(sizeof...(Dims) == std::size_t(In::rank - 1), "ctflow::embedded::Permute: name every axis of the example, 1-based");
+    using value_type = T;
+    using output_shape = Shape<extent_t(In::extents[0]), extent_t(In::extents[std::size_t(Dims)])...>;
+    static constexpr std::size_t params = 0;
+    static constexpr placement place = placement::buffer;
+    template <class D> static void run(const TensorView<const T, In, D>& x, TensorView<T, output_shape, D> y) { y = transpose<0, Dims...>(x); }
   };
 };
 

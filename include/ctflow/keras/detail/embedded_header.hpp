@@ -33,7 +33,7 @@ namespace detail {
 
 /// A layer of an embedded network: its embedded class (`kind`: "Dense", "Conv2D",
 /// "DepthwiseConv2D", "Conv2DTranspose", "LSTM", "GRU", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-/// "GlobalMaxPooling2D", "Flatten", "Reshape", "ZeroPadding2D", "Rescaling",
+/// "GlobalMaxPooling2D", "Flatten", "Reshape", "Permute", "ZeroPadding2D", "Rescaling",
 /// "BatchNormalization", "Activation"; int8: "Quantize", "Dequantize", "QuantizedDense",
 /// "QuantizedConv2D", "QuantizedDepthwiseConv2D", "QuantizedMaxPooling2D",
 /// "QuantizedAveragePooling2D", "QuantizedGlobalAveragePooling2D", "Lookup",
@@ -63,6 +63,7 @@ struct embedded_layer {
   double scale = 1, offset = 0, epsilon = 1e-3;
   std::array<std::size_t, 4> pads{};  // ZeroPadding2D's top, bottom, left and right
   std::vector<std::size_t> target;    // Reshape's, without the batch axis
+  std::vector<std::size_t> permutation;  // Permute's dims: the example's axes, 1-based, as Keras's
   // int8: the input's and output's zero points and the output's clamp; Quantize's and
   // Dequantize's scale is `scale`, their zero point `out_zero`.
   int in_zero = 0, out_zero = 0, lo = -128, hi = 127;

@@ -165,6 +165,10 @@ CTFLOW_DECL std::string embedded_header_text(const embedded_model& m, const expo
       std::string target;
       for (auto e : l.target) target += (target.empty() ? "" : ", ") + n(e);
       layer("ctflow::embedded::Reshape<ctflow::Shape<" + target + ">>");
+    } else if (l.kind == "Permute") {
+      std::string dims;
+      for (auto e : l.permutation) dims += (dims.empty() ? "" : ", ") + n(e);
+      layer("ctflow::embedded::Permute<" + dims + ">");
     } else if (l.kind == "ZeroPadding2D") layer("ctflow::embedded::ZeroPadding2D<" + n(l.pads[0]) + ", " + n(l.pads[1]) + ", " + n(l.pads[2]) + ", " + n(l.pads[3]) + ">");
     else if (l.kind == "Rescaling") layer("ctflow::embedded::Rescaling<" + number(l.scale) + ", " + number(l.offset) + ">");
     else if (l.kind == "BatchNormalization") layer("ctflow::embedded::BatchNormalization<" + number(l.epsilon) + args + ">");

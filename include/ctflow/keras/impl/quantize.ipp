@@ -70,6 +70,17 @@ inline std::vector<double> activation_over(const std::string& a, const std::vect
   return {y.data(), y.data() + 256};
 }
 
+/// The extents of an example permuted by Keras's 1-based dims.
+inline std::vector<std::size_t> permuted(const std::vector<std::size_t>& dims, const std::vector<std::size_t>& order) {
+  std::vector<std::size_t> out;
+  for (const std::size_t p : order) {
+    if (order.size() != dims.size() || p < 1 || p > dims.size())
+      throw value_error(std::string(what) + ": a Permute's dims must reorder the " + std::to_string(dims.size()) + " axes of its input's examples");
+    out.push_back(dims[p - 1]);
+  }
+  return out;
+}
+
 inline embedded_layer::weight ints(const std::string& name, std::vector<std::size_t> shape, std::vector<double> values, const char* type) {
   return {name, std::move(shape), std::move(values), type};
 }
@@ -187,14 +198,16 @@ struct quantizer {
       } else if (l.kind == "GlobalAveragePooling2D") {
         add(l, "QuantizedGlobalAveragePooling2D");
         dims = {dims[2]};
-      } else if (l.kind == "Flatten" || l.kind == "Reshape") {
-        q.layers.push_back(l);
+      } else if (l.kind == "Flatten" || l.kind == "Reshape" || l.kind == "Permute") {
+        q.layers.push_back(l);  // int8 as the rest: the scale and zero point stay
         if (l.kind == "Flatten") {
           std::size_t n = 1;
           for (auto d : dims) n *= d;
           dims = {n};
-        } else {
+        } else if (l.kind == "Reshape") {
           dims = l.target;
+        } else {
+          dims = permuted(dims, l.permutation);
         }
       } else if (l.kind == "ZeroPadding2D") {
         embedded_layer& e = add(l, "QuantizedZeroPadding2D");
@@ -322,6 +335,26 @@ struct runner {
         dims = {size()};
       } else if (l.kind == "Reshape") {
         dims = l.target;
+      } else if (l.kind == "Permute") {
+        // Each example's axes reordered: output element (j_1, ..., j_r) is input element i with
+        // i_{p_a} = j_a (p 1-based), walked in the output's order.
+        const std::size_t r = dims.size(), count = size();
+        std::vector<std::size_t> stride(r, 1), out = permuted(dims, l.permutation), at(r, 0);
+        for (std::size_t a = r - 1; a-- > 0;) stride[a] = stride[a + 1] * dims[a + 1];
+        qy.resize(qx.size());
+        for (std::size_t e = 0; e < n; ++e) {
+          const std::int8_t* in = qx.data() + e * count;
+          std::int8_t* o = qy.data() + e * count;
+          std::fill(at.begin(), at.end(), 0);
+          for (std::size_t j = 0; j < count; ++j) {
+            std::size_t from = 0;
+            for (std::size_t a = 0; a < r; ++a) from += at[a] * stride[l.permutation[a] - 1];
+            o[j] = in[from];
+            for (std::size_t a = r; a-- > 0 && ++at[a] == out[a];) at[a] = 0;
+          }
+        }
+        dims = out;
+        std::swap(qx, qy);
       } else if (l.kind == "Activation" && (l.activation == "softmax" || l.activation == "log_softmax")) {
         // Over the last axis, as embedded::Activation's softmax computes it.
         const std::size_t c = dims.back();

@@ -6,6 +6,8 @@
 ///     layers::Reshape<Shape<7, 7, 32>>      // one extent may be dyn (Keras's -1): inferred
 ///     layers::Permute<2, 1>                 // 1-based, as Keras: swaps the two axes after the batch
 
+#include <array>
+#include <cstddef>
 #include <string>
 #include <tuple>
 
@@ -69,6 +71,7 @@ template <int... Dims> struct Permute {
   template <class T, ShapeType In> struct built {
     static_assert(sizeof...(Dims) == std::size_t(In::rank - 1), "ctflow::keras::Permute: name every axis of the example, 1-based");
     static constexpr const char* class_name = "Permute";
+    static constexpr std::array<std::size_t, sizeof...(Dims)> dims{std::size_t(Dims)...};
     using value_type = T;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, detail::extent<In, std::size_t(Dims)>...>;
