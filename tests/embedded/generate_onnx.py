@@ -18,7 +18,9 @@ outputs for them).
              (transB, alpha 0.5, beta 2), Tanh, Dropout, MatMul + Add, Softmax;
   onnx_gap   [N, 3, 9, 9]: a strided Conv of auto_pad SAME_UPPER, Elu, a 1x1 Conv, MaxPool of
              TensorFlow's SAME pads, GlobalAveragePool, BatchNormalization, Flatten, Gemm, LogSoftmax;
-  onnx_mlp   [N, 2, 3, 4]: Reshape to [N, -1], MatMul + Add, Relu, Gemm (transB), Softmax.
+  onnx_mlp   [N, 2, 3, 4]: Reshape to [N, -1], MatMul + Add, Relu, Gemm (transB), Softmax;
+  onnx_transpose [N, 2, 7, 5]: Conv, Transpose of H and W, a Conv of a 3x2 kernel, Transpose to
+             [N, H, W, C] (read as channels first after it), Relu, Flatten, Gemm, Softmax.
 And the graphs ctflow-import refuses: refused_lstm.onnx (an LSTM node reading the
 graph's input [N, T, F] as its [T, N, F], with no Transpose before it), refused_extents.onnx (an
 Add of two branches of different extents), refused_opset9.onnx (opset 9), refused_truncated.onnx (onnx_cnn's first
@@ -121,6 +123,19 @@ def onnx_mlp():
     return g.model(["batch", 6])
 
 
+def onnx_transpose():
+    g = Graph("onnx_transpose", [2, 7, 5])
+    g.node("Conv", g.weight(3, 2, 3, 3), g.weight(3), pads=[1, 1, 1, 1])
+    g.node("Transpose", perm=[0, 1, 3, 2])
+    g.node("Conv", g.weight(4, 3, 3, 2), g.weight(4))
+    g.node("Transpose", perm=[0, 2, 3, 1])
+    g.node("Relu")
+    g.node("Flatten")
+    g.node("Gemm", g.weight(5, 72), g.weight(5), transB=1)
+    g.node("Softmax", axis=1)
+    return g.model(["batch", 5])
+
+
 def refused():
     g = Graph("refused_lstm", [5, 3])
     g.node("LSTM", g.weight(1, 8, 3), g.weight(1, 8, 2), hidden_size=2)
@@ -157,6 +172,7 @@ def main():
     write("onnx_mlp", onnx_mlp(), r.uniform(-1, 1, size=(5, 2, 3, 4)).astype("float32"))
     for name, model in refused():
         onnx.save(model, os.path.join(DATA, name + ".onnx"))
+    write("onnx_transpose", onnx_transpose(), r.uniform(-1, 1, size=(4, 2, 7, 5)).astype("float32"))
     with open(cnn, "rb") as f:
         data = f.read()
     with open(os.path.join(DATA, "refused_truncated.onnx"), "wb") as f:

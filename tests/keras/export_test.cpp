@@ -394,6 +394,46 @@ TEST_CASE("import_header, ONNX: kernels in Keras's layout, the input channels la
       for (std::size_t c = 0; c < 8; ++c) CHECK(dense.weights[0].values[(h * 3 + w) * 8 + c] == double((c * 3 + h) * 3 + w));
 }
 
+TEST_CASE("import_header, ONNX: a Transpose of an example's axes made a Permute of the network's channels-last axes") {
+  // ONNX's [C, H, W] = [2, 3, 4] is the network's [H, W, C]. perm 0, 1, 3, 2 gives ONNX's
+  // [C, W, H], held as [W, H, C]: the network's axes 2, 1, 3; perm 0, 2, 3, 1 gives [H, W, C],
+  // which the graph reads as [C', H', W'] and the network holds as [W, C, H]: axes 2, 3, 1.
+  const std::pair<std::vector<std::int64_t>, std::vector<std::size_t>> cases[] = {{{0, 1, 3, 2}, {2, 1, 3}}, {{0, 2, 3, 1}, {2, 3, 1}}, {{0, 3, 1, 2}, {3, 1, 2}}};
+  for (const auto& [perm, order] : cases) {
+    onnx_graph g;
+    g.input({-1, 2, 3, 4});
+    g.node("Transpose", {"x"}, "t", {{"perm", perm}});
+    g.node("Flatten", {"t"}, "flat");
+    g.init("fc", {24, 1});
+    g.node("MatMul", {"flat", "fc"}, "dense");
+    g.output("dense");
+    const auto m = import_onnx(g);
+    REQUIRE(kinds(m) == "Permute Flatten Dense");
+    CHECK(m.layers[0].permutation == order);
+    // The Flatten reads the transposed extents: ONNX's row of the transposed [C', H', W'] is the
+    // network's row of [H', W', C'] (the Dense's rows permuted so).
+    std::size_t extents[3];
+    for (std::size_t a = 0; a < 3; ++a) extents[a] = std::size_t(std::vector<std::int64_t>{2, 3, 4}[std::size_t(perm[a + 1]) - 1]);
+    const auto& dense = m.layers[2];
+    for (std::size_t h = 0; h < extents[1]; ++h)
+      for (std::size_t w = 0; w < extents[2]; ++w)
+        for (std::size_t c = 0; c < extents[0]; ++c)
+          CHECK(dense.weights[0].values[(h * extents[2] + w) * extents[0] + c] == double((c * extents[1] + h) * extents[2] + w));
+  }
+  // The identity adds nothing; a [N, F] input's only order is its own.
+  onnx_graph same;
+  same.input({-1, 2, 3, 4});
+  same.node("Transpose", {"x"}, "t", {{"perm", {0, 1, 2, 3}}});
+  same.node("Relu", {"t"}, "y");
+  same.output("y");
+  CHECK(kinds(import_onnx(same)) == "Activation(relu)");
+  onnx_graph batch;
+  batch.input({-1, 2, 3, 4});
+  batch.node("Transpose", {"x"}, "t", {{"perm", {1, 0, 2, 3}}});
+  batch.output("t");
+  CHECK_THROWS_WITH(import_onnx(batch), Catch::Contains("node t (Transpose) transposes other than the axes of an example [C, H, W] or [T, F] (perm 0 first)"));
+}
+
 TEST_CASE("import_header, ONNX: pads made SAME or ZeroPadding2D, scalars made one Rescaling, Gemm's alpha and beta folded") {
   onnx_graph g;
   g.input({-1, 1, 5, 5});
@@ -603,7 +643,9 @@ TEST_CASE("import_header, ONNX: LSTM and GRU as PyTorch's exporter writes them, 
   refused({.ints = {{"layout", {1}}}}, "node Y (LSTM) has layout 1");
   refused({.strings = {{"activations", {"Sigmoid", "Tanh", "Relu"}}}}, "has the activations Tanh and Relu for its cell's input and output");
   refused({.strings = {{"activations", {"HardSigmoid", "Tanh", "Tanh"}}}}, "has the activation HardSigmoid: the importer takes Sigmoid, Tanh and Relu");
-  refused({.perm = {0, 2, 1}}, "node xt (Transpose) transposes other than a sequence's batch and time");
+  // The sequence's own axes swapped ([N, F, T]: a Permute) cannot be what the LSTM reads.
+  refused({.perm = {0, 2, 1}}, "node Y (LSTM) reads [N, T, F] as ONNX's [T, N, F]");
+  refused({.perm = {2, 1, 0}}, "node xt (Transpose) transposes other than the axes of an example");
   refused({.initial = "ones"}, "starts from the state ones, which is not zeros");
   refused({.step = 1}, "node last (Gather) gathers other than the last step");
   refused({.output = "Y_c"}, "gives its cell state (Y_c)");

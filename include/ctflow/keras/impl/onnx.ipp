@@ -937,15 +937,41 @@ struct walk : value {
     if (t.count() != 1) refuse(n, "takes " + std::to_string(t.count()) + " indices: the importer takes one");
     return std::int64_t(t.values[0]);
   }
+  /// A sequence's batch and time swapped (around a recurrent node), or the axes of an example
+  /// reordered (the batch first and staying so): a Permute. ONNX's [C, H, W] is the network's
+  /// [H, W, C], and the result, which the graph reads as [C, H, W] again, is held so too: its
+  /// axes are ONNX's p2, p3, p1 of the input, the network's 1-based axes {-, 3, 1, 2}[p].
   void transpose(const node& n) {
     const auto perm = n.ints("perm", {});
     if (seq == sequence::steps && perm == std::vector<std::int64_t>{0, 2, 1, 3}) {
       seq = sequence::steps_batch;
       return;
     }
-    if ((seq != sequence::batch_first && seq != sequence::time_first) || perm != std::vector<std::int64_t>{1, 0, 2})
-      refuse(n, "transposes other than a sequence's batch and time (perm 1, 0, 2): the network's tensors are channels last");
-    seq = seq == sequence::batch_first ? sequence::time_first : sequence::batch_first;
+    if ((seq == sequence::batch_first || seq == sequence::time_first) && perm == std::vector<std::int64_t>{1, 0, 2}) {
+      seq = seq == sequence::batch_first ? sequence::time_first : sequence::batch_first;
+      return;
+    }
+    std::vector<bool> seen(dims.size() + 1);
+    bool reorders = perm.size() == dims.size() + 1 && perm[0] == 0 && (seq == sequence::none || seq == sequence::batch_first) &&
+                    (spatial() || seq == sequence::batch_first) && flattened.empty();
+    for (std::size_t a = 1; reorders && a < perm.size(); ++a) {
+      reorders = perm[a] >= 1 && std::size_t(perm[a]) <= dims.size() && !seen[std::size_t(perm[a])];
+      if (reorders) seen[std::size_t(perm[a])] = true;
+    }
+    if (!reorders)
+      refuse(n, "transposes other than the axes of an example [C, H, W] or [T, F] (perm 0 first) or a sequence's batch and time (perm 1, 0, 2)");
+    std::vector<std::size_t> order, out;
+    for (std::size_t a = 1; a < perm.size(); ++a) out.push_back(dims[std::size_t(perm[a]) - 1]);
+    if (spatial()) {
+      constexpr std::size_t network_axis[] = {0, 3, 1, 2};
+      order = {network_axis[perm[2]], network_axis[perm[3]], network_axis[perm[1]]};
+    } else {
+      for (std::size_t a = 1; a < perm.size(); ++a) order.push_back(std::size_t(perm[a]));
+    }
+    bool identity = true;
+    for (std::size_t a = 0; a < order.size(); ++a) identity = identity && order[a] == a + 1;
+    if (!identity) add(n, "Permute").permutation = order;
+    dims = out;
   }
   void squeeze(const node& n) {
     const tensor& axes = weight(n, 1, "axes");
@@ -1136,7 +1162,7 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
       fail(name, "node " + n.label() + " (" + n.op +
                      ") has no embedded form (the importer reads Conv, ConvTranspose, Gemm, MatMul, the poolings, BatchNormalization, Flatten, Reshape, Pad, "
                      "the activations, Softmax, Clip, Concat, x * c, x / c, x + c, x - c, the sums, differences and products of two tensors, ReduceMean and ReduceMax over H and W, "
-                     "LSTM and GRU, and the Transpose, Squeeze, Gather and shape computations around them)");
+                     "Transpose, LSTM and GRU, and the Squeeze, Gather and shape computations around them)");
 
   embedded_model m;
   m.what = what;
