@@ -1,8 +1,9 @@
 #pragma once
-/// @brief tf.io.decode_png, decode_jpeg, extract_jpeg_shape and encode_png (Debian's libpng and libjpeg-turbo):
-/// images are uint8 tensors [height, width, channels]. `channels` 0 keeps the file's; 1, 3 or 4
-/// (PNG: also 2) converts as TensorFlow does (gray to RGB replicates, RGB to gray uses the
-/// Rec. 709 weights, alpha is dropped or set opaque). Corrupt or oversized data gives io_error.
+/// @brief tf.io.decode_png, decode_jpeg, extract_jpeg_shape and encode_png (Debian's libpng and
+/// libjpeg-turbo): images are uint8 tensors [height, width, channels]. `channels` 0 keeps the
+/// file's; 1, 3 or 4 (PNG: also 2) converts as TensorFlow does (gray to RGB replicates, RGB to
+/// gray uses the Rec. 709 weights, alpha is dropped or set opaque). Corrupt or oversized data
+/// gives io_error.
 
 #include <cstddef>
 #include <cstdint>
