@@ -518,10 +518,11 @@ template <class I> __device__ __forceinline__ void ctflow_block_loop(const ctflo
       body += std::string("  ctflow_quad<") + source_type<value_t<N>>() + "> r;\n";
       body += "  for (int l = 0; l < 4; ++l) ctflow_store(r.v + l, " + o.lane + ");\n  ctflow_store4(a.out + i, r);\n}\n";
       body += R"(
-// A grid-stride loop over the output's elements; linear: every input laid out as the output.
-template <class I, bool Linear> __device__ __forceinline__ void ctflow_loop(const ctflow_args& a) {
+// A grid-stride loop over the output's elements from `begin`; linear: every input laid out as
+// the output.
+template <class I, bool Linear> __device__ __forceinline__ void ctflow_loop(const ctflow_args& a, I begin = 0) {
   const I n = I(a.n), step = I(gridDim.x) * I(blockDim.x);
-  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += step) {
+  for (I i = begin + I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < n; i += step) {
     I o[KM] = {};
     if constexpr (Linear) {
       for (int k = 0; k < K; ++k) o[k] = i;
@@ -535,14 +536,9 @@ template <class I, bool Linear> __device__ __forceinline__ void ctflow_loop(cons
 // Linear, and every address aligned to four of its elements: four elements a thread at a time,
 // each input and the output one access of the four, then the last n % 4 one by one.
 template <class I> __device__ __forceinline__ void ctflow_vector_loop(const ctflow_args& a) {
-  const I n = I(a.n), quads = n / 4, step = I(gridDim.x) * I(blockDim.x);
-  const I first = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x);
-  for (I g = first; g < quads; g += step) ctflow_element4<I>(a, g * 4);
-  for (I i = quads * 4 + first; i < n; i += step) {
-    I o[KM] = {};
-    for (int k = 0; k < K; ++k) o[k] = i;
-    ctflow_element<I>(a, i, o);
-  }
+  const I quads = I(a.n) / 4, step = I(gridDim.x) * I(blockDim.x);
+  for (I g = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); g < quads; g += step) ctflow_element4<I>(a, g * 4);
+  ctflow_loop<I, true>(a, quads * 4);
 }
 )";
       return detail::assemble(body,
