@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -222,13 +223,11 @@ inline bool layer_of(const std::string& file, const json& layer, const std::stri
   } else if (cls == "Permute") {
     const json& d = layer["config"].contains("dims") ? layer["config"]["dims"] : json();
     if (!d.is_array() || d.empty()) refuse("has no dims");
-    std::vector<bool> seen(d.size() + 1);
-    for (const auto& x : d) {
-      if (!x.is_number_unsigned() || x.get<std::size_t>() < 1 || x.get<std::size_t>() > d.size() || seen[x.get<std::size_t>()])
-        refuse("has the dims " + d.dump() + ": a permutation of the example's axes, 1 to " + std::to_string(d.size()));
-      seen[x.get<std::size_t>()] = true;
-      e.permutation.push_back(x.get<std::size_t>());
-    }
+    std::vector<std::size_t> axes(d.size());
+    std::iota(axes.begin(), axes.end(), std::size_t(1));
+    for (const auto& x : d) e.permutation.push_back(x.is_number_unsigned() ? x.get<std::size_t>() : 0);
+    if (!std::is_permutation(e.permutation.begin(), e.permutation.end(), axes.begin()))
+      refuse("has the dims " + d.dump() + ": a permutation of the example's axes, 1 to " + std::to_string(d.size()));
   } else if (cls == "ZeroPadding2D") {
     channels_last();
     const json& p = layer["config"].contains("padding") ? layer["config"]["padding"] : json(1);

@@ -10,6 +10,7 @@
 // zero initial states built from the input's shape) made Keras's batch-first LSTM and GRU.
 
 #include <algorithm>
+#include <numeric>
 #include <array>
 #include <bit>
 #include <cctype>
@@ -951,13 +952,10 @@ struct walk : value {
       seq = seq == sequence::batch_first ? sequence::time_first : sequence::batch_first;
       return;
     }
-    std::vector<bool> seen(dims.size() + 1);
-    bool reorders = perm.size() == dims.size() + 1 && perm[0] == 0 && (seq == sequence::none || seq == sequence::batch_first) &&
-                    (spatial() || seq == sequence::batch_first) && flattened.empty();
-    for (std::size_t a = 1; reorders && a < perm.size(); ++a) {
-      reorders = perm[a] >= 1 && std::size_t(perm[a]) <= dims.size() && !seen[std::size_t(perm[a])];
-      if (reorders) seen[std::size_t(perm[a])] = true;
-    }
+    std::vector<std::int64_t> axes(dims.size() + 1);
+    std::iota(axes.begin(), axes.end(), std::int64_t(0));
+    const bool reorders = perm.size() == axes.size() && perm[0] == 0 && std::is_permutation(perm.begin(), perm.end(), axes.begin()) &&
+                          (seq == sequence::none || seq == sequence::batch_first) && (spatial() || seq == sequence::batch_first) && flattened.empty();
     if (!reorders)
       refuse(n, "transposes other than the axes of an example [C, H, W] or [T, F] (perm 0 first) or a sequence's batch and time (perm 1, 0, 2)");
     std::vector<std::size_t> order, out;
