@@ -105,7 +105,7 @@ template <class InputSpec, class... Built, class N, class... Rest> struct graph<
     return true;
   }(), "ctflow::embedded::Node: a node reads an activation of a later node or of itself (0 is the input, k node k's output)");
   template <std::size_t K> using act = activation<InputSpec, std::tuple<Built...>, (K < count ? K : 0)>;
-  using layer = decltype([]<std::size_t... J>(std::index_sequence<J...>) {
+  using layer = typename decltype([]<std::size_t... J>(std::index_sequence<J...>) {
     return std::type_identity<typename N::spec::template built<typename act<N::from[0]>::value_type, typename act<N::from[J]>::shape...>>{};
   }(std::make_index_sequence<N::from.size()>{}))::type;
   using type = typename graph<InputSpec, std::tuple<Built..., layer>, Rest...>::type;

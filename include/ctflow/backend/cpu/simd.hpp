@@ -12,11 +12,12 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
-// Not optimising (-O0), GCC 12's AVX-512BW blends are macros that cast their operands straight to
-// its vector types, which xsimd's batches cannot convert to (xsimd 8 passes batches where
+// Not optimising (-O0), GCC 12's AVX-512BW blends are macros that cast their operands straight
+// to its vector types, which xsimd's batches cannot convert to (xsimd 8 passes batches where
 // __m512i is expected): the same macros, through __m512i first, as GCC's others are. They must be
-// in place before xsimd's headers are read, whose only includer this header is.
-#if defined(__AVX512BW__) && !defined(__OPTIMIZE__)
+// in place before xsimd's headers are read, whose only includer this header is. (clang's blends
+// are functions.)
+#if defined(__AVX512BW__) && !defined(__OPTIMIZE__) && !defined(__clang__)
 #undef _mm512_mask_blend_epi8
 #undef _mm512_mask_blend_epi16
 #define _mm512_mask_blend_epi8(U, A, W) ((__m512i)__builtin_ia32_blendmb_512_mask((__v64qi)(__m512i)(A), (__v64qi)(__m512i)(W), (__mmask64)(U)))

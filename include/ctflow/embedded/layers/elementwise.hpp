@@ -44,8 +44,15 @@ template <auto A> struct Activation {
   };
 };
 
-/// @brief keras.layers.Rescaling(Scale, Offset): x * scale + offset.
+/// @brief keras.layers.Rescaling(Scale, Offset): x * scale + offset. (Its arguments, as
+/// BatchNormalization's epsilon and the int8 layers' scales, are floating-point template
+/// arguments: clang takes them from version 18, g++ from 11; clang 14 declares these layers, and
+/// the default offset only from 18.)
+#if defined(__clang__) && __clang_major__ < 18
+template <double Scale, double Offset> struct Rescaling {
+#else
 template <double Scale, double Offset = 0.0> struct Rescaling {
+#endif
   template <class T, ShapeType In> struct built {
     using value_type = T;
     using output_shape = In;

@@ -102,7 +102,8 @@ inline void leaves(const std::vector<saved_layer>& layers, std::vector<const sav
     }
   }
 }
-inline const std::vector<saved_layer::weight>& weights_of(const saved_layer& l) { return is_rnn(l) ? l.children.front().weights : l.weights; }
+/// The weights a saved layer holds (a recurrent layer's are its cell's).
+inline const std::vector<saved_layer::weight>& saved_weights(const saved_layer& l) { return is_rnn(l) ? l.children.front().weights : l.weights; }
 
 /// Where a Dense's input was flattened from channels-first activations in PyTorch: the input of
 /// the Flatten before it (weightless layers of flat input in between), without its batch axis,
@@ -110,7 +111,7 @@ inline const std::vector<saved_layer::weight>& weights_of(const saved_layer& l) 
 /// Conv1d gives [c, t]; its RNNs and Embedding give [t, c], as Keras). Empty otherwise.
 inline std::vector<std::size_t> flattened_from(const std::vector<const saved_layer*>& all, std::size_t dense) {
   std::size_t i = dense;
-  while (i > 0 && weights_of(*all[i - 1]).empty() && all[i - 1]->class_name != "Flatten" && all[i - 1]->input_shape.size() == 2) --i;
+  while (i > 0 && saved_weights(*all[i - 1]).empty() && all[i - 1]->class_name != "Flatten" && all[i - 1]->input_shape.size() == 2) --i;
   if (i == 0 || all[i - 1]->class_name != "Flatten") return {};
   const std::vector<std::size_t>& in = all[i - 1]->input_shape;
   const std::vector<std::size_t> flat(in.begin() + (in.empty() ? 0 : 1), in.end());
@@ -118,7 +119,7 @@ inline std::vector<std::size_t> flattened_from(const std::vector<const saved_lay
   if (flat.size() == 3) return flat;
   if (flat.size() != 2) return {};
   std::size_t j = i - 1;  // the Flatten; what made its input:
-  while (j > 0 && weights_of(*all[j - 1]).empty() && all[j - 1]->input_shape.size() == 3) --j;
+  while (j > 0 && saved_weights(*all[j - 1]).empty() && all[j - 1]->input_shape.size() == 3) --j;
   return j > 0 && all[j - 1]->class_name == "Conv1D" ? flat : std::vector<std::size_t>{};
 }
 
@@ -225,7 +226,7 @@ CTFLOW_DECL void load_weights_pytorch(const std::string& path, const std::vector
   torch::leaves(layers, all);
   std::vector<std::size_t> weighted;
   for (std::size_t i = 0; i < all.size(); ++i)
-    if (!torch::weights_of(*all[i]).empty()) weighted.push_back(i);
+    if (!torch::saved_weights(*all[i]).empty()) weighted.push_back(i);
   if (weighted.size() != modules.size()) {
     std::string names;
     for (std::size_t i : weighted) names += (names.empty() ? "" : ", ") + all[i]->name;
@@ -240,7 +241,7 @@ CTFLOW_DECL void load_weights_pytorch(const std::string& path, const std::vector
       e = std::min(modules[k].find('+', b), modules[k].size());
       m.push_back(modules[k].substr(b, e - b));
     }
-    const auto& weights = torch::weights_of(l);
+    const auto& weights = torch::saved_weights(l);
     const bool has_bias = std::any_of(weights.begin(), weights.end(), [](const auto& w) { return w.name == "bias"; });
     if (l.class_name == "SeparableConv2D" && !has_bias && f.contains(m[0] + ".bias") && !options.skip_mismatch)
       throw value_error(std::string(torch::what) + ": " + path + ": layer " + l.name + " (SeparableConv2D) has no bias to hold " + m[0] +
