@@ -8,7 +8,7 @@
 
 using namespace ctflow;
 using keras_check::check_gradients;
-using keras_check::data;
+using keras_check::data_file;
 using keras_check::view;
 using keras_check::read_text;
 using keras_check::relative_difference;
@@ -49,10 +49,10 @@ TEST_CASE("functional: two inputs, a shared layer, Add and Concatenate: Keras's 
   keras::backend::clear_session();
   auto model = two_inputs_model();
   CHECK(model.name == "functional");
-  CHECK(summary_of(model) == read_text(data("summaries/functional.txt")));
+  CHECK(summary_of(model) == read_text(data_file("summaries/functional.txt")));
   CHECK(model.count_params() == 57);
-  model.load_weights(data("weights/functional.weights.h5"));
-  const io::safetensors::File f(data("weights/functional.safetensors"));
+  model.load_weights(data_file("weights/functional.weights.h5"));
+  const io::safetensors::File f(data_file("weights/functional.safetensors"));
   const auto x0 = f.get<float, Shape<dyn, 4>>("x0"), x1 = f.get<float, Shape<dyn, 4>>("x1");
   const auto y = model(std::tuple{view(x0), view(x1)});
   CHECK(relative_difference(y, f.get<float, Shape<dyn, 1>>("y")) < 2e-5);
@@ -71,9 +71,9 @@ TEST_CASE("functional: two inputs, a shared layer, Add and Concatenate: Keras's 
 
 TEST_CASE("functional: a residual block with BatchNormalization; weight files both ways; a copy is the same model") {
   auto model = residual_model();
-  CHECK(summary_of(model) == read_text(data("summaries/residual.txt")));
-  model.load_weights(data("weights/residual.weights.h5"));
-  const io::safetensors::File f(data("weights/residual.safetensors"));
+  CHECK(summary_of(model) == read_text(data_file("summaries/residual.txt")));
+  model.load_weights(data_file("weights/residual.weights.h5"));
+  const io::safetensors::File f(data_file("weights/residual.safetensors"));
   const auto xs = f.get<float, Shape<dyn, 6, 6, 3>>("x");
   CHECK(relative_difference(model(view(xs)), f.get<float, Shape<dyn, 3>>("y")) < 2e-5);
   model(view(xs), true);
@@ -105,9 +105,9 @@ TEST_CASE("functional: a model called as a layer of another: Keras's summary and
   keras::Input<float, Shape<3>> oi;
   keras::Model outer(oi, layers::Dense<2>{}(inner(oi)));
   outer.name = "outer";
-  CHECK(summary_of(outer) == read_text(data("summaries/nested.txt")));
-  outer.load_weights(data("weights/nested.weights.h5"));
-  const io::safetensors::File f(data("weights/nested.safetensors"));
+  CHECK(summary_of(outer) == read_text(data_file("summaries/nested.txt")));
+  outer.load_weights(data_file("weights/nested.weights.h5"));
+  const io::safetensors::File f(data_file("weights/nested.safetensors"));
   const auto x = f.get<float, Shape<dyn, 3>>("x");
   CHECK(relative_difference(outer(view(x)), f.get<float, Shape<dyn, 2>>("y")) < 2e-5);
   outer(view(x), true);
@@ -374,8 +374,8 @@ template <class Model> void check_masked_case(Model& model, const std::string& n
   using In = typename Model::input_type;
   using X = Tensor<std::remove_const_t<value_t<In>>, shape_t<In>>;
   using Y = Tensor<float, shape_t<typename Model::output_type>>;
-  model.load_weights(data("weights/" + name + ".weights.h5"));
-  const io::safetensors::File f(data("weights/" + name + ".safetensors"));
+  model.load_weights(data_file("weights/" + name + ".weights.h5"));
+  const io::safetensors::File f(data_file("weights/" + name + ".safetensors"));
   const auto x = f.get<value_t<X>, shape_t<X>>("x");
   CHECK(relative_difference(model(x), f.get<float, shape_t<Y>>("y")) < 2e-5);
   model(x, true);
@@ -422,9 +422,9 @@ TEST_CASE("masks: Embedding(mask_zero) and Masking before LSTM and GRU, passed o
   const auto sum = layers::Add{}(layers::Embedding<12, 3>{.mask_zero = true}(a), layers::Embedding<12, 3>{.mask_zero = true}(b));
   const auto joined = layers::Concatenate<>{}(layers::LSTM<4, layers::return_sequences<true>>{}(sum), layers::Embedding<12, 2>{.mask_zero = true}(b));
   auto merges = keras::Model(std::tuple{a, b}, layers::Dense<2>{}(layers::GRU<3>{}(joined)));
-  merges.load_weights(data("weights/masked_merges.weights.h5"));
+  merges.load_weights(data_file("weights/masked_merges.weights.h5"));
   {
-    const io::safetensors::File f(data("weights/masked_merges.safetensors"));
+    const io::safetensors::File f(data_file("weights/masked_merges.safetensors"));
     const auto x0 = f.get<std::int32_t, Shape<dyn, 6>>("x0"), x1 = f.get<std::int32_t, Shape<dyn, 6>>("x1");
     using V = TensorView<const std::int32_t, Shape<dyn, 6>>;
     const std::tuple inputs{V(x0.data(), x0.dims()), V(x1.data(), x1.dims())};
@@ -437,7 +437,7 @@ TEST_CASE("masks: Embedding(mask_zero) and Masking before LSTM and GRU, passed o
   // Without mask_zero the same tokens give other outputs (the padding's embedding is read).
   keras::Sequential<Tokens, layers::Embedding<12, 4>, layers::LSTM<5>, layers::Dense<3>> unmasked;
   unmasked.set_weights(lstm.get_weights());
-  const io::safetensors::File f(data("weights/masked_lstm.safetensors"));
+  const io::safetensors::File f(data_file("weights/masked_lstm.safetensors"));
   const auto x = f.get<std::int32_t, Shape<dyn, 6>>("x");
   CHECK(relative_difference(unmasked(x), f.get<float, Shape<dyn, 3>>("y")) > 1e-3);
 }

@@ -22,7 +22,7 @@ namespace keras_check {
 
 using namespace ctflow;
 
-inline std::string data(const std::string& relative) { return std::string(CTFLOW_KERAS_DATA) + "/" + relative; }
+inline std::string data_file(const std::string& relative) { return std::string(CTFLOW_KERAS_DATA) + "/" + relative; }
 
 /// A read-only view of tensor t.
 template <class S> TensorView<const float, S> view(const Tensor<float, S>& t) { return TensorView<const float, S>(t.data(), t.dims()); }
@@ -103,7 +103,7 @@ template <class A, class B> double relative_difference(const A& a, const B& b) {
 template <class T, class In, class Spec> void check_layer(const std::string& name, const Spec& spec, bool training, bool gradients,
                                                          double tolerance = 2e-5) {
   INFO("case " << name);
-  const io::safetensors::File f(data("layers/" + name + ".safetensors"));
+  const io::safetensors::File f(data_file("layers/" + name + ".safetensors"));
   using L = typename Spec::template built<T, In>;
   using TOut = typename L::value_type;
   keras::layer_instance<L> layer(spec);

@@ -5,14 +5,14 @@
 #include <ctflow/keras/losses.hpp>
 
 using namespace ctflow;
-using keras_check::data;
+using keras_check::data_file;
 
 namespace {
 
 namespace losses = keras::losses;
 
 const io::safetensors::File& loss_reference() {
-  static const io::safetensors::File f(data("losses.safetensors"));
+  static const io::safetensors::File f(data_file("losses.safetensors"));
   return f;
 }
 

@@ -10,7 +10,7 @@ using namespace ctflow;
 namespace {
 
 const io::safetensors::File& metric_reference() {
-  static const io::safetensors::File f(keras_check::data("metrics.safetensors"));
+  static const io::safetensors::File f(keras_check::data_file("metrics.safetensors"));
   return f;
 }
 template <class S, class T = float> Tensor<T, S> metric_tensor(const std::string& key, const dims_t<std::size_t(S::rank)>& d) {

@@ -99,9 +99,9 @@ TEST_CASE("keras::load_model continues training an archive Keras 3 wrote as Kera
   const auto check = [](auto optimizer_tag, const std::string& name) {
     using O = decltype(optimizer_tag);
     auto model = make_net();
-    keras::load_model<O, Loss>(*model, keras_check::data("archives/" + name + ".keras"));
+    keras::load_model<O, Loss>(*model, keras_check::data_file("archives/" + name + ".keras"));
     CHECK(model->optimizer().iterations() == 3);
-    const io::safetensors::File ref(keras_check::data("archives/" + name + ".safetensors"));
+    const io::safetensors::File ref(keras_check::data_file("archives/" + name + ".safetensors"));
     Tensor<float, Shape<dyn, 12>> x({8, 12});
     Tensor<std::int32_t, Shape<dyn>> y({8});
     ref.read_into("x", x.data());
@@ -126,7 +126,7 @@ TEST_CASE("keras::load_model continues training an archive Keras 3 wrote as Kera
 }
 
 TEST_CASE("keras::load_model names what does not fit, and changes nothing then", "[keras][saving]") {
-  const auto keras_file = keras_check::data("archives/rmsprop.keras");
+  const auto keras_file = keras_check::data_file("archives/rmsprop.keras");
   auto model = make_net();
   const auto before = model->get_weights();
   CHECK_THROWS_WITH((keras::load_model<optimizers::Adam, Loss>(*model, keras_file)), Catch::Contains("the optimizer is a RMSprop, the model is loaded with a Adam"));

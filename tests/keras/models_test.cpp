@@ -9,7 +9,7 @@
 #include <filesystem>
 
 using namespace ctflow;
-using keras_check::data;
+using keras_check::data_file;
 using keras_check::read_text;
 using keras_check::relative_difference;
 using keras_check::scratch;
@@ -30,9 +30,9 @@ TEST_CASE("the Fashion-MNIST CNN: the compiler's parameter count, Keras's summar
   static_assert(FashionCnn::count_params() == 225034);
   keras::backend::clear_session();
   FashionCnn model;
-  CHECK(summary_of(model) == read_text(data("summaries/fashion_mnist_cnn.txt")));
-  model.load_weights(data("weights/fashion_mnist_cnn.weights.h5"));
-  const io::safetensors::File f(data("weights/fashion_mnist_cnn.safetensors"));
+  CHECK(summary_of(model) == read_text(data_file("summaries/fashion_mnist_cnn.txt")));
+  model.load_weights(data_file("weights/fashion_mnist_cnn.weights.h5"));
+  const io::safetensors::File f(data_file("weights/fashion_mnist_cnn.safetensors"));
   const auto y = model(f.get<float, Shape<dyn, 28, 28, 1>>("x"));
   CHECK(relative_difference(y, f.get<float, Shape<dyn, 10>>("y")) < 2e-5);
 }
@@ -40,13 +40,13 @@ TEST_CASE("the Fashion-MNIST CNN: the compiler's parameter count, Keras's summar
 TEST_CASE("BatchNormalization's model: summary with non-trainable parameters; its .weights.h5, .keras archive and legacy .h5 files") {
   keras::backend::clear_session();
   BnModel model;
-  CHECK(summary_of(model) == read_text(data("summaries/batch_normalization.txt")));
-  const io::safetensors::File f(data("weights/batch_normalization.safetensors"));
+  CHECK(summary_of(model) == read_text(data_file("summaries/batch_normalization.txt")));
+  const io::safetensors::File f(data_file("weights/batch_normalization.safetensors"));
   for (const char* file : {"weights/batch_normalization.weights.h5", "weights/batch_normalization.keras", "weights/batch_normalization.h5",
                            "weights/batch_normalization_weights.h5"}) {
     INFO(file);
     BnModel m;
-    m.load_weights(data(file));
+    m.load_weights(data_file(file));
     const auto w = m.get_weights();
     REQUIRE(w.size() == 8);
     for (std::size_t i = 0; i < w.size(); ++i) {
@@ -363,7 +363,7 @@ TEST_CASE("freezing a layer: its weights leave trainable_variables(), summary's 
   keras::backend::clear_session();
   keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::Dense<4>, layers::Dense<2>> model;
   model.get_layer<1>().trainable = false;
-  CHECK(summary_of(model) == read_text(data("summaries/frozen.txt")));
+  CHECK(summary_of(model) == read_text(data_file("summaries/frozen.txt")));
   CHECK(model.trainable_variables().size() == 4);
   CHECK(model.non_trainable_variables().size() == 2);
   const auto x = random_uniform<float, Shape<dyn, 8>>(3, -1, 1, {5, 8});
@@ -405,20 +405,20 @@ TEST_CASE("a weight of another shape is an error naming the layer, the weight an
   keras::backend::clear_session();
   keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<15>, layers::BatchNormalization, layers::Dense<2>> other;
   const auto before = other.get_weights();
-  CHECK_THROWS_WITH(other.load_weights(data("weights/batch_normalization.weights.h5")),
+  CHECK_THROWS_WITH(other.load_weights(data_file("weights/batch_normalization.weights.h5")),
                     Catch::Contains("layer dense, weight kernel: shape [8,16] in the file, [8,15] in the model"));
   CHECK(other.get_weights()[0].values == before[0].values);  // nothing changed
-  other.load_weights(data("weights/batch_normalization.weights.h5"), {.skip_mismatch = true});
+  other.load_weights(data_file("weights/batch_normalization.weights.h5"), {.skip_mismatch = true});
   CHECK(other.get_weights()[7].values != before[7].values);  // the last Dense's bias fits, and loaded
-  CHECK_THROWS_AS(other.load_weights(data("layers/dense.safetensors")), io_error);
+  CHECK_THROWS_AS(other.load_weights(data_file("layers/dense.safetensors")), io_error);
   // A .keras archive's config is checked first: its layers' classes, names and input shapes.
   keras::backend::clear_session();
   keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::Dense<2>> fewer;
-  CHECK_THROWS_WITH(fewer.load_weights(data("weights/batch_normalization.keras")),
+  CHECK_THROWS_WITH(fewer.load_weights(data_file("weights/batch_normalization.keras")),
                     Catch::Contains("layer 1 is batch_normalization (BatchNormalization) in the archive, dense_1 (Dense) in the model"));
   keras::backend::clear_session();
   keras::Sequential<keras::Input<float, Shape<9>>, layers::Dense<16>, layers::BatchNormalization, layers::Dense<2>> wider;
-  CHECK_THROWS_WITH(wider.load_weights(data("weights/batch_normalization.keras")),
+  CHECK_THROWS_WITH(wider.load_weights(data_file("weights/batch_normalization.keras")),
                     Catch::Contains("layer dense (Dense) is built for inputs [None,8] in the archive, [None,9] in the model"));
 }
 
@@ -432,7 +432,7 @@ TEST_CASE("a load that fails changes no weight, for every kind of file (the bad 
   model.set_weights(w);
   const auto before = model.get_weights();
   const auto unchanged = [&] { return keras_check::same_weights(model.get_weights(), before); };
-  const std::string dir = data("weights/damaged/");
+  const std::string dir = data_file("weights/damaged/");
   CHECK_THROWS_WITH(model.load_weights(dir + "bias_as_strings.weights.h5"), Catch::Contains("layer dense_1, weight bias: 'layers/dense_1/vars/1' holds string values, not numbers"));
   CHECK(unchanged());
   CHECK_THROWS_WITH(model.load_weights(dir + "bias_shape.weights.h5"), Catch::Contains("layer dense_1, weight bias: shape [3] in the file, [2] in the model"));
@@ -472,14 +472,14 @@ TEST_CASE("a load that fails changes no weight, for every kind of file (the bad 
   keras::backend::clear_session();
   keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::BatchNormalization, layers::Dense<3>> three;
   const auto three_before = three.get_weights();
-  CHECK_THROWS_AS(three.load_weights(data("weights/batch_normalization.keras")), std::exception);
+  CHECK_THROWS_AS(three.load_weights(data_file("weights/batch_normalization.keras")), std::exception);
   CHECK(keras_check::same_weights(three.get_weights(), three_before));
   // Every damaged copy of Keras's .weights.h5 and legacy .h5 (each byte flipped): read whole, or
   // refused with an io_error (or a shape_error) and no weight changed.
   const auto layers_ = keras::detail::saved_layers(model.layers());
   for (const char* file : {"weights/batch_normalization.weights.h5", "weights/batch_normalization.h5"}) {
     INFO(file);
-    const std::string bytes = keras_check::read_bytes(data(file));
+    const std::string bytes = keras_check::read_bytes(data_file(file));
     std::size_t refused = 0;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       std::string d = bytes;
@@ -502,7 +502,7 @@ TEST_CASE("a load that fails changes no weight, for every kind of file (the bad 
 TEST_CASE("a Sequential in train::Checkpoint: Keras's weights, moving statistics included, restore into a fresh model") {
   keras::backend::clear_session();
   BnModel model, fresh;
-  model.load_weights(data("weights/batch_normalization.weights.h5"));
+  model.load_weights(data_file("weights/batch_normalization.weights.h5"));
   const std::string dir = scratch("sequential_ckpt");
   std::filesystem::create_directories(dir);
   train::Checkpoint saver{{"model", model}};
@@ -511,7 +511,7 @@ TEST_CASE("a Sequential in train::Checkpoint: Keras's weights, moving statistics
   train::Checkpoint loader{{"model", fresh}};
   loader.restore(path).assert_consumed();
   CHECK(keras_check::same_weights(fresh.get_weights(), model.get_weights()));
-  const io::safetensors::File f(data("weights/batch_normalization.safetensors"));
+  const io::safetensors::File f(data_file("weights/batch_normalization.safetensors"));
   CHECK(relative_difference(fresh(f.get<float, Shape<dyn, 8>>("x")), f.get<float, Shape<dyn, 2>>("y")) < 2e-5);
 }
 
@@ -570,14 +570,14 @@ TEST_CASE("PyTorch's state_dict loads through the layout conversions and reprodu
                layers::DepthwiseConv2D<3, layers::same, layers::depth_multiplier<2>>{}, layers::SeparableConv2D<6, 3>{},
                layers::Conv2DTranspose<3, 2, layers::strides<2>>{}, layers::MaxPooling2D<>{}, layers::Flatten{}, layers::Dropout{.rate = 0.5},
                layers::Dense<10>{});
-  keras::load_pytorch_weights(cnn, data("torch/cnn.safetensors"), cnn_modules);
-  const io::safetensors::File c(data("torch/cnn_io.safetensors"));
+  keras::load_pytorch_weights(cnn, data_file("torch/cnn.safetensors"), cnn_modules);
+  const io::safetensors::File c(data_file("torch/cnn_io.safetensors"));
   CHECK(relative_difference(cnn(c.get<float, Shape<dyn, 9, 9, 2>>("x")), c.get<float, Shape<dyn, 10>>("y")) < 2e-5);
 
   TorchRnn rnn(keras::Input<std::int32_t, Shape<7>>{}, layers::Embedding<12, 5>{}, layers::Conv1D<6, 2>{}, layers::LayerNormalization{.epsilon = 1e-5},
                layers::LSTM<4, layers::return_sequences<true>>{}, layers::GRU<3>{});
-  keras::load_pytorch_weights(rnn, data("torch/rnn.safetensors"), {"emb", "conv", "norm", "lstm", "gru"});
-  const io::safetensors::File r(data("torch/rnn_io.safetensors"));
+  keras::load_pytorch_weights(rnn, data_file("torch/rnn.safetensors"), {"emb", "conv", "norm", "lstm", "gru"});
+  const io::safetensors::File r(data_file("torch/rnn_io.safetensors"));
   CHECK(relative_difference(rnn(r.get<std::int32_t, Shape<dyn, 7>>("x")), r.get<float, Shape<dyn, 3>>("y")) < 2e-5);
 }
 
@@ -593,7 +593,7 @@ TEST_CASE("PyTorch weights that do not fit: errors name the layer, the module an
     }
     return std::string("no error");
   };
-  const std::string path = data("torch/cnn.safetensors");
+  const std::string path = data_file("torch/cnn.safetensors");
   // Too few module names: the model's layers with weights are listed.
   CHECK_THROWS_AS(keras::load_pytorch_weights(cnn, path, {"conv", "bn"}), value_error);
   CHECK_THAT(message([&] { keras::load_pytorch_weights(cnn, path, {"conv", "bn"}); }), Catch::Contains("6 layers with weights") && Catch::Contains("conv2d"));
@@ -623,7 +623,7 @@ TEST_CASE("PyTorch tensors of impossible shapes are shape errors, not reads past
   const auto before = cnn.get_weights();
   // The reference state_dicts with one tensor replaced.
   const auto with = [](const std::string& file, const std::string& key, std::vector<std::uint64_t> shape) {
-    const io::safetensors::File f(data("torch/" + file));
+    const io::safetensors::File f(data_file("torch/" + file));
     std::vector<float> values(1);
     for (auto e : shape) values.resize(values.size() * std::size_t(e), 0.5f);
     std::vector<std::pair<std::string, io::tensor_ref>> tensors;

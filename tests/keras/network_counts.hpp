@@ -12,7 +12,7 @@
 namespace keras_check {
 
 inline nlohmann::json network_counts(const std::string& network) {
-  std::ifstream in(data("networks.json"));
+  std::ifstream in(data_file("networks.json"));
   return nlohmann::json::parse(in).at(network);
 }
 

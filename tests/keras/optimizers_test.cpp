@@ -6,14 +6,14 @@
 #include <ctflow/keras/optimizers.hpp>
 
 using namespace ctflow;
-using keras_check::data;
+using keras_check::data_file;
 namespace optimizers = keras::optimizers;
 namespace schedules = keras::optimizers::schedules;
 
 namespace {
 
 const io::safetensors::File& keras_reference() {
-  static const io::safetensors::File f(data("optimizers.safetensors"));
+  static const io::safetensors::File f(data_file("optimizers.safetensors"));
   return f;
 }
 

@@ -7,14 +7,14 @@
 #include <ctflow/keras/applications/resnet.hpp>
 
 using namespace ctflow;
-using keras_check::data;
+using keras_check::data_file;
 using keras_check::relative_difference;
 
 TEST_CASE("ResNet-20 against Keras: outputs, and gradients through the residual blocks and their projections") {
   keras::backend::clear_session();
   using Net = keras::applications::ResNet20<>;
   auto model = std::make_unique<Net>();
-  const io::safetensors::File f(data("weights/resnet20.safetensors"));
+  const io::safetensors::File f(data_file("weights/resnet20.safetensors"));
   auto w = model->get_weights();
   for (std::size_t i = 0; i < w.size(); ++i) {
     const std::string key = "w" + std::to_string(i);

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 using namespace ctflow;
-using keras_check::data;
+using keras_check::data_file;
 using keras_check::view;
 using keras_check::read_text;
 using keras_check::relative_difference;
@@ -24,18 +24,18 @@ namespace activations = keras::activations;
 TEST_CASE("functional: .keras archives Keras wrote of a residual block and of a MobileNetV2 block load and reproduce Keras's outputs") {
   {
     auto model = residual_model();
-    model.load_weights(data("weights/residual.keras"));
-    const io::safetensors::File f(data("weights/residual.safetensors"));
+    model.load_weights(data_file("weights/residual.keras"));
+    const io::safetensors::File f(data_file("weights/residual.safetensors"));
     CHECK(relative_difference(model(view(f.get<float, Shape<dyn, 6, 6, 3>>("x"))), f.get<float, Shape<dyn, 3>>("y")) < 2e-5);
   }
   auto model = mobile_block_model();
-  CHECK(summary_of(model) == read_text(data("summaries/mobile_block.txt")));
-  const io::safetensors::File f(data("weights/mobile_block.safetensors"));
+  CHECK(summary_of(model) == read_text(data_file("summaries/mobile_block.txt")));
+  const io::safetensors::File f(data_file("weights/mobile_block.safetensors"));
   const auto x = f.get<float, Shape<dyn, 8, 8, 4>>("x");
   for (const char* file : {"weights/mobile_block.keras", "weights/mobile_block.weights.h5"}) {
     INFO(file);
     auto m = mobile_block_model();
-    m.load_weights(data(file));
+    m.load_weights(data_file(file));
     CHECK(relative_difference(m(view(x)), f.get<float, Shape<dyn, 3>>("y")) < 2e-5);
   }
 }
@@ -43,7 +43,7 @@ TEST_CASE("functional: .keras archives Keras wrote of a residual block and of a 
 TEST_CASE("functional: a .keras archive whose weights member is damaged is refused by its CRC-32, and the model keeps its weights") {
   auto model = residual_model();
   const auto before = model.get_weights();
-  std::string bytes = keras_check::read_bytes(data("weights/residual.keras"));
+  std::string bytes = keras_check::read_bytes(data_file("weights/residual.keras"));
   // 64 bytes flipped inside model.weights.h5's data (the archive's last member): the zip is
   // still well formed, only the member's CRC-32 tells.
   const std::size_t member = bytes.rfind("model.weights.h5", bytes.find("PK\x01\x02"));
@@ -58,7 +58,7 @@ TEST_CASE("functional: a .keras archive whose weights member is damaged is refus
 TEST_CASE("train::Checkpoint holds models: functional, Sequential with a custom layer, nested; a fresh model restored computes the same") {
   // A functional model with Keras's weights (moving statistics included), and a step counter.
   auto model = residual_model();
-  model.load_weights(data("weights/residual.weights.h5"));
+  model.load_weights(data_file("weights/residual.weights.h5"));
   std::int64_t step = 42;
   const std::string dir = scratch("ckpt");
   std::filesystem::create_directories(dir);
@@ -67,7 +67,7 @@ TEST_CASE("train::Checkpoint holds models: functional, Sequential with a custom 
   const io::safetensors::File file(train::checkpoint_file(path));
   for (const char* key : {"model/conv2d/kernel", "model/conv2d_1/bias", "model/batch_normalization/moving_variance", "model/dense/kernel", "step"})
     CHECK(file.contains(key));
-  const io::safetensors::File f(data("weights/residual.safetensors"));
+  const io::safetensors::File f(data_file("weights/residual.safetensors"));
   const auto x = f.get<float, Shape<dyn, 6, 6, 3>>("x");
   const Tensor<float, Shape<dyn, 3>> expected(model(view(x)));
   {

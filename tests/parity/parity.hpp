@@ -18,8 +18,8 @@ struct reference {
   std::vector<double> x, y;
 };
 
-inline const std::map<std::string, reference>& data() {
-  static const std::map<std::string, reference> cases = [] {
+inline const std::map<std::string, reference>& cases() {
+  static const std::map<std::string, reference> all = [] {
     std::map<std::string, reference> m;
     std::ifstream torch(std::string(CTFLOW_PARITY_DIR) + "/reference.txt"), tfjs(std::string(CTFLOW_PARITY_DIR) + "/tfjs_reference.txt");
     std::string line;
@@ -39,12 +39,12 @@ inline const std::map<std::string, reference>& data() {
     }
     return m;
   }();
-  return cases;
+  return all;
 }
 
 inline const reference& get(const std::string& name) {
-  const auto it = data().find(name);
-  REQUIRE(it != data().end());
+  const auto it = cases().find(name);
+  REQUIRE(it != cases().end());
   return it->second;
 }
 
