@@ -41,6 +41,7 @@ std::vector<float> array_values(const std::string& h, const std::string& name, c
 }  // namespace
 
 TEST_CASE("export_header: each layer's embedded type, a softmax of its own, Dropout gone, and the weights exact") {
+  keras::backend::clear_session();  // the layers' automatic names (conv2d, dense, ...) from the first
   keras::utils::set_random_seed(11);
   keras::Sequential<keras::Input<float, Shape<10, 10, 3>>, layers::Conv2D<4, 3, layers::same, layers::strides<2>, activations::relu>,
                     layers::BatchNormalization, layers::DepthwiseConv2D<3, activations::relu6, layers::use_bias<false>>, layers::MaxPooling2D<2>,
@@ -111,6 +112,7 @@ TEST_CASE("export_header: the test case holds the inputs and the model's outputs
 }
 
 TEST_CASE("export_header: what it cannot write is an error before anything is written, and a file appears whole") {
+  keras::backend::clear_session();  // the layers' automatic names (conv2d, dense, ...) from the first
   keras::Sequential<keras::Input<float, Shape<4, 4, 2>>, layers::ReLU, layers::Flatten, layers::Dense<2>> capped({}, {.max_value = 4}, {}, {});
   const std::string path = scratch("refused.hpp");
   std::filesystem::remove(path);
@@ -137,12 +139,16 @@ TEST_CASE("export_header: what it cannot write is an error before anything is wr
 }
 
 TEST_CASE("export_header: a functional model's graph as an embedded::Model, what has no embedded form a value_error naming the layer") {
+  keras::backend::clear_session();  // the layers' automatic names (conv2d, dense, ...) from the first
   keras::Input<float, Shape<4, 4, 2>> inputs;
   auto x = layers::Conv2D<2, 1, activations::relu>{}(inputs);
   auto joined = layers::Concatenate<>{}(layers::Add{}(x, inputs), x);
   auto outputs = layers::Dense<3>{}(layers::Flatten{}(joined));
   keras::Model model(inputs, outputs);
-  const std::string path = scratch("functional.hpp");
+  // A directory of its own: what export_header leaves beside its header is checked below.
+  const std::filesystem::path dir = scratch("export_functional");
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "functional.hpp").string();
   const auto x_test = random_uniform<float, Shape<2, 4, 4, 2>>(3);
   keras::export_header(model, path, {.name_space = "graph"}, x_test);
   const std::string h = read_text(path);
@@ -167,17 +173,18 @@ TEST_CASE("export_header: a functional model's graph as an embedded::Model, what
   keras::Input<float, Shape<4, 4, 2>> in2;
   auto up = layers::UpSampling2D<>{}(layers::Conv2D<2, 1>{}(in2));
   keras::Model refused(in2, up);
-  const std::string refused_path = scratch("functional_refused.hpp");
+  const std::string refused_path = (dir / "functional_refused.hpp").string();
   std::filesystem::remove(refused_path);
   CHECK_THROWS_WITH(keras::export_header(refused, refused_path),
                     Catch::StartsWith("ctflow::keras::export_header: layer up_sampling2d") && Catch::Contains("(UpSampling2D) has no embedded form"));
   CHECK_THROWS_AS(keras::export_header(refused, refused_path), value_error);
   CHECK(!std::filesystem::exists(refused_path));
-  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+  for (const auto& e : std::filesystem::directory_iterator(dir))
     CHECK(e.path().filename().string().find(".keras") == std::string::npos);  // no archive left
 }
 
 TEST_CASE("export_header: the ready residual networks' blocks as nodes of an embedded::Model: ResNet-20 whole") {
+  keras::backend::clear_session();  // the layers' automatic names (conv2d, dense, ...) from the first
   keras::utils::set_random_seed(3);
   keras::applications::ResNet20<> net;
   const std::string path = scratch("resnet20.hpp");
@@ -218,6 +225,7 @@ TEST_CASE("import_header: a model file ctflow saved, its ReLU(6) a relu6, anothe
 }
 
 TEST_CASE("export_header and import_header: a Permute, its dims Keras's 1-based axes of the example") {
+  keras::backend::clear_session();  // the layers' automatic names (conv2d, dense, ...) from the first
   keras::Sequential<keras::Input<float, Shape<3, 4>>, layers::Permute<2, 1>, layers::Flatten, layers::Dense<2>> model;
   keras::export_header(model, scratch("permute_exported.hpp"));
   model.save(scratch("permute.keras"));
@@ -877,6 +885,7 @@ TEST_CASE("quantize: TensorFlow Lite's requantization, a multiplier and a shift 
 }
 
 TEST_CASE("quantize: an int8 network near the float model, a BatchNormalization folded, activations as tables, softmax on the dequantized output") {
+  keras::backend::clear_session();  // the layers' automatic names (conv2d, dense, ...) from the first
   using Model = keras::Sequential<keras::Input<float, Shape<6, 6, 2>>, layers::Rescaling, layers::Conv2D<4, 3, layers::same>, layers::BatchNormalization,
                                   layers::MaxPooling2D<2>, layers::Activation<activations::sigmoid>, layers::Permute<3, 1, 2>, layers::Flatten,
                                   layers::Dense<5, activations::relu>, layers::Dense<3>, layers::Softmax<>>;
@@ -918,6 +927,7 @@ TEST_CASE("quantize: an int8 network near the float model, a BatchNormalization 
 }
 
 TEST_CASE("quantize: a layer with no int8 form is a value_error naming it") {
+  keras::backend::clear_session();  // the layers' automatic names (conv2d, dense, ...) from the first
   keras::Sequential<keras::Input<float, Shape<4>>, layers::Dense<3, activations::tanh>> fused;
   const auto x = random_uniform<float, Shape<dyn, 4>>(1, -1, 1, {8, 4});
   CHECK_THROWS_WITH(keras::quantize(fused, x),
