@@ -50,7 +50,8 @@ TEMPLATE_TEST_CASE("element-wise ops and broadcasting", "", float, double) {
     const std::size_t a = ext(1, 5), b = ext(1, 23), c = ext(1, 37);
     INFO("extents " << a << " x " << b << " x " << c);
     const auto x = uniform<T, D3>({a, b, c}, 1 + trial), y = uniform<T, D3>({a, b, c}, 2 + trial);
-    const auto row = uniform<T, D1>({c}, 3 + trial), column = uniform<T, D2>({b, 1}, 4 + trial);
+    const auto row = uniform<T, D1>({c}, 3 + trial);
+    const auto column = uniform<T, D2>({b, 1}, 4 + trial);
     const auto positive = uniform<T, D3>({a, b, c}, 5 + trial, 0.1, 3);
     const double tol = tolerance<T>;
     same_on_both([](const auto& p, const auto& q) { return p * q + p - q / (abs(q) + T(1)); }, tol, x, y);
