@@ -182,8 +182,8 @@ template <class X> concept failed = std::is_same_v<std::remove_cvref_t<X>, faile
 /// fixed_string's characters as numbers: its check is a static_assert in a template of its own,
 /// instantiated only where the rule fails, and the message is the macro's line that clang quotes.
 #if defined(__clang__)
-#define CTFLOW_STATIC_CHECK(COND, ...)                                                           \
-  do {                                                                                           \
+#define CTFLOW_STATIC_CHECK(COND, ...)                                                                              \
+  do {                                                                                                              \
     if constexpr (!(COND)) []<bool Failed = true>() { static_assert(!Failed, "ctflow: see the message below"); }(); \
   } while (0)
 #else
