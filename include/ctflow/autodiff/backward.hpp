@@ -90,6 +90,29 @@ template <class R, std::size_t I, class N, class G, class Y> auto vjp_of(const N
   }
 }
 
+/// May g be evaluated into the memory the output's owner gave up (ctx.donated)? Where g reads
+/// each leaf at most at the index it writes, and that memory is g's size.
+template <class G, class Ctx> bool donatable(const G& g, const Ctx& ctx) {
+  if constexpr (same_index_reads<G>()) return ctx.donated && ctx.donated_bytes == product(g.dims()) * sizeof(value_t<G>);
+  else return false;
+}
+
+/// Evaluates g once and calls f with a view of its value (shape S, on Device): in the memory the
+/// output's owner gave up where `donatable`, else in memory of its own, which lives until f
+/// returns.
+template <ShapeType S, class Device, class G, class Ctx, class F> void keep(const G& g, Ctx& ctx, F&& f) {
+  using T = value_t<G>;
+  const auto d = g.dims();
+  if (donatable(g, ctx)) {
+    T* into = static_cast<T*>(std::exchange(ctx.donated, nullptr));
+    executor<Device>::assign(into, d, g);
+    return f(TensorView<const T, S, Device>(into, d));
+  }
+  typename Device::template buffer<T> kept(product(d), false);
+  executor<Device>::assign(kept.data(), d, g);
+  f(TensorView<const T, S, Device>(kept.data(), d));
+}
+
 template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, const G& g, const Y& y, Ctx& ctx, const void* saved = nullptr) {
   using R = rule<N>;
   CTFLOW_STATIC_CHECK(R::known, ctflow::detail::fixed_string("ctflow::grad: an op of the loss has no gradient rule"));
@@ -111,25 +134,11 @@ template <class N, class G, class Y, class Ctx> void backprop_node(const N& n, c
     // would instantiate the adjoint's evaluation and, over a view of it, the walk below a second
     // time (tests/keras/losses_test.cpp: its object 28% smaller, its build a fifth shorter).
     if constexpr (flowing_operands<N, Ctx>() > 1) if (count > 1) {  // several operands read the adjoint
-      using T = value_t<G>;
-      const auto d = g.dims();
       // Memory its owner gave up holds it, even where re-evaluating it would be cheap: each
       // reader then streams one array (a boundary would evaluate it into memory of its own).
-      if constexpr (same_index_reads<G>() && !is_leaf_v<std::remove_cvref_t<G>>) {
-        if (ctx.donated && ctx.donated_bytes == product(d) * sizeof(T)) {
-          T* into = static_cast<T*>(std::exchange(ctx.donated, nullptr));
-          executor<device_of<N>>::assign(into, d, g);
-          each(TensorView<const T, shape_t<G>, device_of<N>>(into, d));
-          return;
-        }
-      }
+      if constexpr (!is_leaf_v<std::remove_cvref_t<G>>) if (donatable(g, ctx)) return keep<shape_t<G>, device_of<N>>(g, ctx, each);
       ctx.donated = nullptr;  // the walk branches: later adjoints may still read it
-      if constexpr (!cheap<G>()) {  // evaluate it once
-        typename device_of<N>::template buffer<T> kept(product(d), false);
-        executor<device_of<N>>::assign(kept.data(), d, g);
-        each(TensorView<const T, shape_t<G>, device_of<N>>(kept.data(), d));
-        return;
-      }
+      if constexpr (!cheap<G>()) return keep<shape_t<G>, device_of<N>>(g, ctx, each);  // evaluate it once
     }
     each(g);
   }
@@ -141,8 +150,18 @@ template <class N, class G, class Ctx> void backprop(const N& n, const G& g, Ctx
   using T = std::remove_cvref_t<N>;
   if constexpr (is_frozen_v<T>) {
     auto* k = ctx.ws->find_data(n.p);
-    if (!k || k->expected < 2) return backprop_node(n.node, g, n.value(), ctx, n.saved);
     using V = value_t<T>;
+    using view = TensorView<const V, shape_t<T>, device_of<T>>;
+    if (!k || k->expected < 2) {
+      // The adjoint is evaluated here, once, and the walk below reads its memory: the walk is
+      // then one instantiation per kept value whatever reaches it, where passing g down lazily
+      // made one per adjoint type, each beside the view's that the summing below needs anyway
+      // (tests/keras/losses_test.cpp: its object 1.8 times smaller, its build half as long). A
+      // boundary's adjoint (matmul's, a convolution's) was evaluated into memory by its reader
+      // all the same.
+      if constexpr (std::is_same_v<std::remove_cvref_t<G>, view>) return backprop_node(n.node, g, n.value(), ctx, n.saved);
+      else return keep<shape_t<T>, device_of<T>>(g, ctx, [&](const view& kept) { backprop_node(n.node, kept, n.value(), ctx, n.saved); });
+    }
     const auto d = n.dims();
     // The adjoints are summed in place, each evaluated once into memory of its own (as above).
     typename device_of<T>::template buffer<V> part(k->received == 0 ? 0 : product(d), false);
