@@ -402,6 +402,34 @@ TEST_CASE("import_header, ONNX: kernels in Keras's layout, the input channels la
       for (std::size_t c = 0; c < 8; ++c) CHECK(dense.weights[0].values[(h * 3 + w) * 8 + c] == double((c * 3 + h) * 3 + w));
 }
 
+TEST_CASE("import_header, ONNX: a node no output of the graph depends on is left out") {
+  onnx_graph g;
+  g.input({-1, 2, 3, 3});
+  g.init("w", {4, 2, 1, 1});
+  g.node("Conv", {"x", "w"}, "conv");
+  g.node("Sigmoid", {"conv"}, "unread");         // nothing reads it
+  g.node("NotAnOp", {"unread"}, "unread_too");   // nor this, which has no embedded form
+  g.node("Relu", {"conv"}, "y");
+  g.output("y");
+  const auto m = import_onnx(g);
+  CHECK(kinds(m) == "Conv2D(relu)");  // the convolution's one reader now: the activation taken in
+  // A node the output depends on through a dead one's sibling output stays.
+  onnx_graph kept;
+  kept.input({-1, 4});
+  kept.init("fc", {4, 3});
+  kept.node("MatMul", {"x", "fc"}, "dense");
+  kept.node("Tanh", {"dense"}, "unused");
+  kept.node("Sigmoid", {"dense"}, "y");
+  kept.output("y");
+  CHECK(kinds(import_onnx(kept)) == "Dense(sigmoid)");
+  // A needed node of no embedded form is still refused, by name.
+  onnx_graph refused;
+  refused.input({-1, 4});
+  refused.node("NotAnOp", {"x"}, "y");
+  refused.output("y");
+  CHECK_THROWS_WITH(import_onnx(refused), Catch::Contains("node y (NotAnOp) has no embedded form"));
+}
+
 TEST_CASE("import_header, ONNX: a Transpose of an example's axes made a Permute of the network's channels-last axes") {
   // ONNX's [C, H, W] = [2, 3, 4] is the network's [H, W, C]. perm 0, 1, 3, 2 gives ONNX's
   // [C, W, H], held as [W, H, C]: the network's axes 2, 1, 3; perm 0, 2, 3, 1 gives [H, W, C],

@@ -1149,6 +1149,22 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
       if (a.has_t && a.t.external) external_values(a.t, name);
   if (opset < 13 || opset > 21) fail(name, "opset " + std::to_string(opset) + " of ai.onnx: the importer reads opsets 13 to 21");
 
+  // A node no output of the graph depends on is left out (a branch an export left, a value it
+  // computed for nothing): it would run as a layer, and its reading a tensor would keep that
+  // tensor's node from taking the next node in (a convolution its activation). The nodes are in
+  // ONNX's topological order: from the last, a node is needed where a needed tensor is its output.
+  {
+    std::set<std::string> needed;
+    for (const auto& o : g.outputs) needed.insert(o.name);
+    std::vector<node> live;
+    for (auto n = g.nodes.rbegin(); n != g.nodes.rend(); ++n) {
+      if (std::none_of(n->outputs.begin(), n->outputs.end(), [&](const std::string& o) { return needed.count(o) != 0; })) continue;
+      for (const auto& i : n->inputs) if (!i.empty()) needed.insert(i);
+      live.push_back(std::move(*n));
+    }
+    g.nodes.assign(std::make_move_iterator(live.rbegin()), std::make_move_iterator(live.rend()));
+  }
+
   // An op with no embedded form is named first, before what the walk would find of the graph.
   static constexpr std::string_view ops[] = {"Constant", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten",
                                              "Reshape", "Gemm", "MatMul", "BatchNormalization", "Relu", "Sigmoid", "Tanh", "Elu", "Selu",
