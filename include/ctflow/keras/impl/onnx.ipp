@@ -1142,17 +1142,11 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     }
   }
   if (!has_graph) fail(name, "an ONNX model holds a graph; this file has none");
-  for (auto& t : g.initializers)
-    if (t.external) external_values(t, name);
-  for (auto& n : g.nodes)
-    for (auto& a : n.attributes)
-      if (a.has_t && a.t.external) external_values(a.t, name);
-  if (opset < 13 || opset > 21) fail(name, "opset " + std::to_string(opset) + " of ai.onnx: the importer reads opsets 13 to 21");
-
   // A node no output of the graph depends on is left out (a branch an export left, a value it
-  // computed for nothing): it would run as a layer, and its reading a tensor would keep that
-  // tensor's node from taking the next node in (a convolution its activation). The nodes are in
-  // ONNX's topological order: from the last, a node is needed where a needed tensor is its output.
+  // computed for nothing): it would run as a layer, its reading a tensor would keep that tensor's
+  // node from taking the next node in (a convolution its activation), and its tensors in an
+  // external file would be read for nothing. The nodes are in ONNX's topological order: from the
+  // last, a node is needed where a needed tensor is its output.
   {
     std::set<std::string> needed;
     for (const auto& o : g.outputs) needed.insert(o.name);
@@ -1164,6 +1158,12 @@ inline embedded_model read_model(std::span<const std::uint8_t> bytes, const std:
     }
     g.nodes.assign(std::make_move_iterator(live.rbegin()), std::make_move_iterator(live.rend()));
   }
+  for (auto& t : g.initializers)
+    if (t.external) external_values(t, name);
+  for (auto& n : g.nodes)
+    for (auto& a : n.attributes)
+      if (a.has_t && a.t.external) external_values(a.t, name);
+  if (opset < 13 || opset > 21) fail(name, "opset " + std::to_string(opset) + " of ai.onnx: the importer reads opsets 13 to 21");
 
   // An op with no embedded form is named first, before what the walk would find of the graph.
   static constexpr std::string_view ops[] = {"Constant", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten",
