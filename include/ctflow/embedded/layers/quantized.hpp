@@ -233,6 +233,14 @@ template <> class linear_kernel<reference> {
   void dense(const std::int8_t* x, std::int8_t* y, std::size_t rows) { int8_detail::dense(x, y, rows, in_, out_, k_, bias_, q_, acc_.data()); }
   /// y [batch, oh, ow, out] from x [batch, h, w, c], over window g.
   void conv(const std::int8_t* x, std::int8_t* y, const geometry& g) { conv2d(x, y, g, out_, false, k_, bias_, q_, acc_.data()); }
+  /// Whether conv_max_pool may run (the cpu device's needs a requantization that never decreases).
+  bool pools() const { return true; }
+  /// conv, then a 2x2 max pool of stride 2 without padding: y [batch, oh / 2, ow / 2, out].
+  void conv_max_pool(const std::int8_t* x, std::int8_t* y, const geometry& g) {
+    conv_out_.resize(g.batch * g.oh * g.ow * out_);
+    conv(x, conv_out_.data(), g);
+    pool2d(conv_out_.data(), y, window_over(g.batch, g.oh, g.ow, out_, 2, 2, 2, 2, 1, 1, false), true);
+  }
 
  private:
   const std::int8_t* k_;
@@ -240,6 +248,7 @@ template <> class linear_kernel<reference> {
   const std::int32_t* bias_;
   requant q_;
   std::vector<std::int32_t> acc_;
+  std::vector<std::int8_t> conv_out_;  // conv_max_pool's convolution
 };
 
 }  // namespace int8_detail

@@ -275,6 +275,14 @@ struct runner {
     return {b + channels, b + 2 * channels, l.in_zero, l.out_zero, l.lo, l.hi};
   }
 
+  /// Whether layer k, a convolution, and the 2x2 max pool of stride 2 without padding after it
+  /// run as one (linear_kernel::conv_max_pool).
+  bool pooled_after(std::size_t k) const {
+    if (k + 1 >= m.layers.size() || !linears[k]->pools()) return false;
+    const embedded_layer& p = m.layers[k + 1];
+    return p.kind == "QuantizedMaxPooling2D" && p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.padding != "same";
+  }
+
   /// Runs the network on n examples x at once (each layer over all of them: its products one
   /// GEMM of n times the rows); the output in fx, n examples' outputs one after another.
   void run(const float* x, std::size_t n) {
@@ -305,6 +313,14 @@ struct runner {
         } else {
           const auto g = embedded::int8_detail::window_over(n, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, l.dh, l.dw, l.padding == "same");
           qy.resize(n * g.oh * g.ow * channels);
+          if (linears[k] && pooled_after(k)) {  // the max pool that follows, in the same pass
+            qy.resize(n * (g.oh / 2) * (g.ow / 2) * channels);
+            linears[k]->conv_max_pool(qx.data(), qy.data(), g);
+            dims = {g.oh / 2, g.ow / 2, channels};
+            std::swap(qx, qy);
+            ++k;
+            continue;
+          }
           if (linears[k]) {
             linears[k]->conv(qx.data(), qy.data(), g);
           } else {  // depthwise

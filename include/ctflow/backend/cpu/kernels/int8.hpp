@@ -60,12 +60,13 @@ template <> class linear_kernel<cpu> {
       // The vector requantization covers right shifts of a non-negative multiplier (every
       // scale below 1); a layer with another keeps the scalar one.
       if (q.shift[n] > 0 || q.multiplier[n] < 0) vector_requant_ = false;
+      if (q.multiplier[n] < 0) monotonic_ = false;
     }
   }
 
   /// y [rows, out] from x [rows, in].
   void dense(const std::int8_t* x, std::int8_t* y, std::size_t rows) const {
-    rows_of(rows, y, [&](std::size_t begin) {
+    rows_of(rows, 1, y, [&](std::size_t begin) {
       return [this, from = x + begin * in_](std::uint8_t* to) mutable {
         flip(from, to, in_);
         from += in_;
@@ -78,44 +79,70 @@ template <> class linear_kernel<cpu> {
   /// each output pixel's window gathered into a row of kh * kw * c inputs (a padded cell holds
   /// the input's zero point), a window row's cells one contiguous run where they are side by side
   /// and in bounds.
-  void conv(const std::int8_t* x, std::int8_t* y, const geometry& g) const {
+  void conv(const std::int8_t* x, std::int8_t* y, const geometry& g) const { windows(x, y, g, false); }
+
+  /// Whether conv_max_pool gives conv's output max-pooled: the requantization never decreases
+  /// with the sum (no negative multiplier), so that the largest of four outputs is the output of
+  /// the largest of their sums.
+  bool pools() const { return monotonic_; }
+  /// conv followed by a 2x2 max pool of stride 2 without padding, y [batch, oh / 2, ow / 2,
+  /// out], in one pass: each pooled pixel's four windows are four rows of one register tile,
+  /// the largest of their sums requantized once (a quarter of the requantizations, and no
+  /// pass over the convolution's output). Equals pooling conv's output, bit for bit (pools()).
+  void conv_max_pool(const std::int8_t* x, std::int8_t* y, const geometry& g) const { windows(x, y, g, true); }
+
+ private:
+  void windows(const std::int8_t* x, std::int8_t* y, const geometry& g, bool pooled) const {
     const std::size_t run = g.kw * g.c, n = g.batch * g.h * g.w * g.c;
+    const std::size_t ph = pooled ? g.oh / 2 : g.oh, pw = pooled ? g.ow / 2 : g.ow;
     const std::uint8_t zero = std::uint8_t(std::int8_t(q_.in_zero)) ^ 0x80;
     const ctflow::detail::buffer<std::uint8_t> u(n + slack, false);  // (the cpu device's block cache)
     flip(x, u.data(), n);
     const std::uint8_t* in = u.data();
-    rows_of(g.batch * g.oh * g.ow, y, [&](std::size_t begin) {
-      // The output pixel (b, oy, ox) of each row in turn, from the first row's.
-      return [&, b = begin / (g.oh * g.ow), oy = begin / g.ow % g.oh, ox = begin % g.ow](std::uint8_t* to) mutable {
-        const std::ptrdiff_t x0 = std::ptrdiff_t(ox * g.sw) - std::ptrdiff_t(g.left);
-        const bool across = g.dw == 1 && x0 >= 0 && x0 + std::ptrdiff_t(g.kw) <= std::ptrdiff_t(g.w);
-        for (std::size_t ky = 0; ky < g.kh; ++ky, to += run) {
-          const std::ptrdiff_t iy = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.top);
-          if (iy < 0 || iy >= std::ptrdiff_t(g.h)) {
-            splat(to, run, zero);
-            continue;
-          }
-          const std::uint8_t* line = in + (b * g.h + std::size_t(iy)) * g.w * g.c;
-          if (across) {
-            copy(line + std::size_t(x0) * g.c, to, run);
-            continue;
-          }
-          for (std::size_t kx = 0; kx < g.kw; ++kx) {
-            const std::ptrdiff_t ix = x0 + std::ptrdiff_t(kx * g.dw);
-            if (ix < 0 || ix >= std::ptrdiff_t(g.w)) splat(to + kx * g.c, g.c, zero);
-            else copy(line + std::size_t(ix) * g.c, to + kx * g.c, g.c);
-          }
+    // Output pixel (b, oy, ox)'s window into the row at `to`; returns where its inputs end.
+    // (Everything by value: the writer is a local of each range's loop, its fields in registers,
+    // where through references every byte stored would reload them.)
+    const auto gather = [g, in, zero, run](std::uint8_t* to, std::size_t b, std::size_t oy, std::size_t ox) {
+      const std::ptrdiff_t x0 = std::ptrdiff_t(ox * g.sw) - std::ptrdiff_t(g.left);
+      const bool across = g.dw == 1 && x0 >= 0 && x0 + std::ptrdiff_t(g.kw) <= std::ptrdiff_t(g.w);
+      for (std::size_t ky = 0; ky < g.kh; ++ky, to += run) {
+        const std::ptrdiff_t iy = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.top);
+        if (iy < 0 || iy >= std::ptrdiff_t(g.h)) {
+          splat(to, run, zero);
+          continue;
         }
-        if (++ox == g.ow) {
-          ox = 0;
-          if (++oy == g.oh) oy = 0, ++b;
+        const std::uint8_t* line = in + (b * g.h + std::size_t(iy)) * g.w * g.c;
+        if (across) {
+          copy(line + std::size_t(x0) * g.c, to, run);
+          continue;
+        }
+        for (std::size_t kx = 0; kx < g.kw; ++kx) {
+          const std::ptrdiff_t ix = x0 + std::ptrdiff_t(kx * g.dw);
+          if (ix < 0 || ix >= std::ptrdiff_t(g.w)) splat(to + kx * g.c, g.c, zero);
+          else copy(line + std::size_t(ix) * g.c, to + kx * g.c, g.c);
+        }
+      }
+      return to;
+    };
+    // The rows in order from the first row's: output pixels (b, py, px), each of them, pooled,
+    // the four windows (2 py + i, 2 px + j) of its pool, i and j in {0, 1}.
+    const std::size_t per = pooled ? 4 : 1;
+    rows_of(g.batch * ph * pw * per, per, y, [&](std::size_t begin) {
+      const std::size_t p = begin / per;
+      return [gather, pooled, per, ph, pw, cell = begin % per, b = p / (ph * pw), py = p / pw % ph, px = p % pw](std::uint8_t* to) mutable {
+        to = pooled ? gather(to, b, 2 * py + cell / 2, 2 * px + cell % 2) : gather(to, b, py, px);
+        if (++cell == per) {
+          cell = 0;
+          if (++px == pw) {
+            px = 0;
+            if (++py == ph) py = 0, ++b;
+          }
         }
         return to;
       };
     });
   }
 
- private:
   static constexpr std::size_t chunk = 256;  // rows of A gathered at a time (in cache)
 
   // y's rows [0, rows), split among the cpu device's threads where each range gets task_work's
@@ -124,7 +151,8 @@ template <> class linear_kernel<cpu> {
   // product counted as an element), a chunk of rows of A at a time: rows(begin) gives the writer
   // of the u8 inputs of the rows from `begin` on, one row a call, which returns where the row's
   // inputs end (the rest of the row, to k4 * 4, is zeros).
-  template <class F> void rows_of(std::size_t rows, std::int8_t* y, F&& writer_from) const {
+  // The rows are `per` to an output row (4: the windows of a 2x2 pool, the largest sum kept).
+  template <class F> void rows_of(std::size_t rows, std::size_t per, std::int8_t* y, F&& writer_from) const {
     const std::size_t lda = k4_ * 4;
     const std::size_t row_work = lda * blocks_ + blocks_ * 16;
     backend::cpu::parallel_for_scratch<std::uint8_t>(rows, backend::cpu::grain_for(row_work), 4, chunk * lda + slack,
@@ -137,7 +165,8 @@ template <> class linear_kernel<cpu> {
           std::uint8_t* past = write(row);
           if (past != row + lda) splat(past, std::size_t(row + lda - past), 0);
         }
-        gemm(a, m, y + r0 * out_);
+        if (per == 4) pooled(a, m, y + r0 / 4 * out_);
+        else gemm(a, m, y + r0 * out_);
       }
     });
   }
@@ -198,6 +227,19 @@ template <> class linear_kernel<cpu> {
       }
     }
   }
+  // y [m / 4, out] from the u8 rows a [m, k4 * 4]: each 4 rows' largest sums.
+  void pooled(const std::uint8_t* a, std::size_t m, std::int8_t* y) const {
+    for (std::size_t n0 = 0; n0 < blocks_; n0 += 4)
+      for (std::size_t r = 0; r < m; r += 4) {
+        std::int8_t* row = y + r / 4 * out_;
+        switch (std::min<std::size_t>(4, blocks_ - n0)) {
+          case 4: tile<4, 4, true>(a, r, n0, row); break;
+          case 3: tile<4, 3, true>(a, r, n0, row); break;
+          case 2: tile<4, 2, true>(a, r, n0, row); break;
+          default: tile<4, 1, true>(a, r, n0, row); break;
+        }
+      }
+  }
   template <int NB> void columns(const std::uint8_t* a, std::size_t m, std::size_t n0, std::int8_t* y) const {
     std::size_t r = 0;
     for (; r + 4 <= m; r += 4) tile<4, NB>(a, r, n0, y);
@@ -208,8 +250,9 @@ template <> class linear_kernel<cpu> {
       default: break;
     }
   }
-  // Rows [r0, r0 + MR) by column blocks [n0, n0 + NB): MR x NB accumulators in registers.
-  template <int MR, int NB> void tile(const std::uint8_t* a, std::size_t r0, std::size_t n0, std::int8_t* y) const {
+  // Rows [r0, r0 + MR) by column blocks [n0, n0 + NB): MR x NB accumulators in registers; with
+  // Max, the largest of the MR rows' sums into y's row (else y's row r0 + r for row r0 + r).
+  template <int MR, int NB, bool Max = false> void tile(const std::uint8_t* a, std::size_t r0, std::size_t n0, std::int8_t* y) const {
     const std::size_t lda = k4_ * 4, stride = k4_ * 64;
     const std::int8_t* b = packed_.data() + n0 * stride;
     __m512i acc[MR][NB];
@@ -229,7 +272,13 @@ template <> class linear_kernel<cpu> {
     for (int j = 0; j < NB; ++j) {
       const std::size_t n = (n0 + std::size_t(j)) * 16;
       const column c = column_at(n);  // (loaded once for the tile's rows: y's stores may alias anything)
-      for (int r = 0; r < MR; ++r) store(acc[r][j], c, n, y + (r0 + std::size_t(r)) * out_);
+      if constexpr (Max) {
+        __m512i most = acc[0][j];
+        for (int r = 1; r < MR; ++r) most = _mm512_max_epi32(most, acc[r][j]);
+        store(most, c, n, y);
+      } else {
+        for (int r = 0; r < MR; ++r) store(acc[r][j], c, n, y + (r0 + std::size_t(r)) * out_);
+      }
     }
   }
 
@@ -238,7 +287,7 @@ template <> class linear_kernel<cpu> {
     __m512i bias, multiplier, right, mask, half;
     __mmask16 valid;
   };
-  column column_at(std::size_t n) const {
+  [[gnu::always_inline]] column column_at(std::size_t n) const {
     const std::size_t valid = std::min<std::size_t>(16, out_ - n);
     const __m512i one = _mm512_set1_epi32(1), right = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(shift_.data() + n));
     const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
@@ -248,7 +297,7 @@ template <> class linear_kernel<cpu> {
 
   // The 16 sums of columns [n, n + 16) into the output row y: bias, requantization, zero point,
   // clamp.
-  void store(__m512i acc, const column& c, std::size_t n, std::int8_t* y) const {
+  [[gnu::always_inline]] void store(__m512i acc, const column& c, std::size_t n, std::int8_t* y) const {
     acc = _mm512_add_epi32(acc, c.bias);
     if (!vector_requant_) {
       alignas(64) std::int32_t sums[16];
@@ -275,7 +324,7 @@ template <> class linear_kernel<cpu> {
 
   std::size_t in_, out_, k4_, blocks_;
   requant q_;
-  bool vector_requant_ = true;
+  bool vector_requant_ = true, monotonic_ = true;
   std::vector<std::int8_t> packed_;                      // [blocks][k4][16][4]
   std::vector<std::int32_t> bias_, multiplier_, shift_;  // per column, padded to blocks * 16
 };
