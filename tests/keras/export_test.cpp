@@ -1011,26 +1011,27 @@ TEST_CASE("quantize: the cpu device's int8 kernels equal reference's loops, bit 
                          window{1, 9, 11, 3, 5, 3, 2, 2, 1, 1, 8, true}, window{1, 10, 10, 4, 3, 3, 1, 1, 2, 2, 16, true},
                          window{3, 7, 6, 2, 1, 1, 1, 1, 1, 1, 3, false},
                          window{1, 13, 13, 32, 3, 3, 1, 1, 1, 1, 64, false}, window{2, 9, 8, 8, 3, 2, 2, 1, 1, 1, 20, true},
-                         window{1, 8, 9, 3, 3, 3, 2, 1, 1, 2, 5, true}, window{2, 12, 12, 16, 3, 3, 2, 2, 2, 1, 33, true}}) {
+                         window{1, 8, 9, 3, 3, 3, 2, 1, 1, 2, 5, true}, window{2, 12, 12, 16, 3, 3, 2, 2, 2, 1, 33, true},
+                         window{1, 7, 7, 6, 3, 3, 1, 1, 1, 1, 12, true}}) {
     const auto g = i8::window_over(s.batch, s.h, s.w, s.c, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, s.same);
     const std::size_t in = s.kh * s.kw * s.c;
     const auto p = layer(in, s.out, false);
     const i8::requant q{p.m.data(), p.s.data(), p.in_zero, p.out_zero, -128, 127};
     const auto x = bytes(s.batch * s.h * s.w * s.c);
     std::vector<std::int8_t> want(s.batch * g.oh * g.ow * s.out), got(want.size());
-    i8::linear_kernel<reference>(p.k.data(), in, s.out, p.bias.data(), q).conv(x.data(), want.data(), g);
-    i8::linear_kernel<cpu>(p.k.data(), in, s.out, p.bias.data(), q).conv(x.data(), got.data(), g);
+    i8::linear_kernel<reference>(p.k.data(), in, s.out, p.bias.data(), q, s.kh).conv(x.data(), want.data(), g);
+    i8::linear_kernel<cpu>(p.k.data(), in, s.out, p.bias.data(), q, s.kh).conv(x.data(), got.data(), g);
     INFO("conv " << s.h << "x" << s.w << "x" << s.c << " window " << s.kh << "x" << s.kw << " -> " << s.out);
     CHECK(got == want);
     // With the 2x2 max pool after it, in one pass (odd extents drop their last row or column).
     if (g.oh < 2 || g.ow < 2) continue;
-    i8::linear_kernel<cpu> fused(p.k.data(), in, s.out, p.bias.data(), q);
+    i8::linear_kernel<cpu> fused(p.k.data(), in, s.out, p.bias.data(), q, s.kh);
     REQUIRE(fused.pools());
     std::vector<std::int8_t> pooled_want(s.batch * (g.oh / 2) * (g.ow / 2) * s.out), pooled_got(pooled_want.size());
     i8::pool2d(want.data(), pooled_want.data(), i8::window_over(s.batch, g.oh, g.ow, s.out, 2, 2, 2, 2, 1, 1, false), true);
     fused.conv_max_pool(x.data(), pooled_got.data(), g);
     CHECK(pooled_got == pooled_want);
-    i8::linear_kernel<reference>(p.k.data(), in, s.out, p.bias.data(), q).conv_max_pool(x.data(), pooled_got.data(), g);
+    i8::linear_kernel<reference>(p.k.data(), in, s.out, p.bias.data(), q, s.kh).conv_max_pool(x.data(), pooled_got.data(), g);
     CHECK(pooled_got == pooled_want);
   }
 }

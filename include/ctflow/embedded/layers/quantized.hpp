@@ -219,7 +219,8 @@ inline void zero_pad(const std::int8_t* x, std::int8_t* y, std::size_t batch, st
 }
 
 /// The kernel of a QuantizedDense, or of a QuantizedConv2D that is not depthwise, on device D:
-/// weights k [in, out] (a convolution's in: kh * kw * channels), bias and requantization q, kept
+/// weights k [in, out] (a convolution's in: kh * kw * channels, kh given), bias and
+/// requantization q, kept
 /// in the form D's loops read (converted once: the runner of keras::quantized_model builds one
 /// per layer). Reference's are the loops above; a backend defines its own (the cpu device's:
 /// <ctflow/backend/cpu/kernels/int8.hpp>). The results are integers, the same on every device.
@@ -227,7 +228,7 @@ template <class D> class linear_kernel;
 
 template <> class linear_kernel<reference> {
  public:
-  linear_kernel(const std::int8_t* k, std::size_t in, std::size_t out, const std::int32_t* bias, const requant& q)
+  linear_kernel(const std::int8_t* k, std::size_t in, std::size_t out, const std::int32_t* bias, const requant& q, std::size_t /*kh*/ = 1)
       : k_(k), in_(in), out_(out), bias_(bias), q_(q), acc_(out) {}
   /// y [rows, out] from x [rows, in].
   void dense(const std::int8_t* x, std::int8_t* y, std::size_t rows) { int8_detail::dense(x, y, rows, in_, out_, k_, bias_, q_, acc_.data()); }

@@ -264,7 +264,8 @@ struct runner {
       }
       if (l.kind == "QuantizedDense" || l.kind == "QuantizedConv2D") {
         const std::size_t channels = ints[k].size() / 3;
-        linears[k] = std::make_unique<linear>(bytes[k].data(), bytes[k].size() / channels, channels, ints[k].data(), requant_of(k));
+        linears[k] = std::make_unique<linear>(bytes[k].data(), bytes[k].size() / channels, channels, ints[k].data(), requant_of(k),
+                                              l.kind == "QuantizedConv2D" ? l.kh : 1);
       }
     }
   }
