@@ -7,9 +7,9 @@
 // two threads never slower than one.
 // keras_{cnn,mlp}_int8: the same models quantized to int8 (keras::quantize, calibrated on 64
 // random images), run by quantized_model::predict: the cpu device's int8 kernels (AVX-512 VNNI
-// where the machine has it; rows split among the threads), bit for bit what the exported header
-// computes on every target. Peers: keras_litert.py (TFLite's converter, float and int8, XNNPack)
-// and keras_onnxruntime.py.
+// where the machine has it; rows, or one row's columns, split among the threads), bit for bit
+// what the exported header computes on every target. Peers: keras_litert.py (TFLite's converter,
+// float and int8, XNNPack) and keras_onnxruntime.py.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
