@@ -21,8 +21,9 @@ gammas positive, so that every weight shows in the outputs.
   recurrent    a Sequential model of the recurrent layers: an LSTM of every step, a GRU backwards
                with its reset gate before its product, a GRU of every step (reset after), an LSTM
                without bias of relu and hard_sigmoid, Dense with softmax.
-And refused_stateful.keras, which ctflow-import refuses: a stateful LSTM (the embedded layers start
-each call from zero states).
+And what ctflow-import refuses: refused_stateful.keras, a stateful LSTM (the embedded layers start
+each call from zero states); refused_concat_axis.keras, a Concatenate whose config was edited to
+join axis 3 of its rank-2 inputs (Keras itself builds no such layer: a damaged or hand-made file).
 """
 import os
 import sys
@@ -102,6 +103,25 @@ def refused_stateful():
     return keras.Sequential([keras.Input(batch_shape=(2, 7, 5)), layers.LSTM(4, stateful=True), layers.Dense(2)])
 
 
+def refused_concat_axis(path):
+    """A model joining two Dense outputs, its Concatenate's axis then made 3 in config.json."""
+    import json
+    import zipfile
+    x = keras.Input(shape=(6,))
+    joined = layers.Concatenate()([layers.Dense(4)(x), layers.Dense(2)(x)])
+    keras.Model(x, layers.Dense(1)(joined)).save(path)
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    config = json.loads(members["config.json"])
+    for layer in config["config"]["layers"]:
+        if layer["class_name"] == "Concatenate":
+            layer["config"]["axis"] = 3
+    members["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+
+
 def write(name, model, x):
     r = np.random.default_rng(7)
     for w in model.weights:
@@ -126,6 +146,8 @@ def main(names):
             write(name, model(), x.astype("float32"))
     if not names or "refused_stateful" in names:
         refused_stateful().save(os.path.join(DATA, "refused_stateful.keras"))
+    if not names or "refused_concat_axis" in names:
+        refused_concat_axis(os.path.join(DATA, "refused_concat_axis.keras"))
 
 
 if __name__ == "__main__":

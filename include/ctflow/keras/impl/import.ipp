@@ -282,6 +282,23 @@ inline bool layer_of(const std::string& file, const json& layer, const std::stri
   } else if (cls == "Concatenate") {
     e.axis = field<int>(file, layer, "axis", -1);
     if (e.axis == 0) refuse("joins along the batch axis: the embedded Concatenate joins another");
+    // Keras 3's build_config gives the inputs' shapes: the axis and the extents off it are
+    // checked here, where the header would stop its compiler.
+    const json build = layer.value("build_config", json::object());
+    const json shapes = build.is_object() ? build.value("input_shape", json()) : json();
+    if (shapes.is_array() && !shapes.empty() && shapes[0].is_array()) {
+      const std::size_t rank = shapes[0].size();
+      const int axis = e.axis < 0 ? e.axis + int(rank) : e.axis;
+      if (axis < 1 || axis >= int(rank))
+        refuse("joins along axis " + std::to_string(e.axis) + " of inputs of rank " + std::to_string(rank) + ": an axis other than the batch (" +
+               (rank == 2 ? std::string("1 or -1") : "1 to " + std::to_string(rank - 1) + ", or -1 to -" + std::to_string(rank - 1)) + ")");
+      for (const json& shape : shapes) {
+        bool alike = shape.is_array() && shape.size() == rank;
+        for (std::size_t i = 1; alike && i < rank; ++i)
+          alike = int(i) == axis || !shape[i].is_number() || !shapes[0][i].is_number() || shape[i] == shapes[0][i];
+        if (!alike) refuse("joins inputs of shapes " + shapes[0].dump() + " and " + shape.dump() + ": they must agree off axis " + std::to_string(e.axis));
+      }
+    }
   } else if (cls == "Dropout" || cls == "SpatialDropout2D" || cls == "GaussianNoise" || cls == "GaussianDropout") {
     return false;  // the identity in inference
   } else {
