@@ -3,7 +3,7 @@
 
 Run with onnx and onnxruntime from PyPI (pip install onnx onnxruntime numpy), from the repository
 root:
-    python3 tests/embedded/generate_onnx.py
+    python3 tests/embedded/generate_onnx.py [onnx_reverse_gru]   (that one alone, or every file)
 CI does not run it: the tests read the committed files.
 
 The graphs are built node by node as PyTorch 2's exporter writes a torch.nn.Sequential of the same
@@ -20,7 +20,10 @@ outputs for them).
              TensorFlow's SAME pads, GlobalAveragePool, BatchNormalization, Flatten, Gemm, LogSoftmax;
   onnx_mlp   [N, 2, 3, 4]: Reshape to [N, -1], MatMul + Add, Relu, Gemm (transB), Softmax;
   onnx_transpose [N, 2, 7, 5]: Conv, Transpose of H and W, a Conv of a 3x2 kernel, Transpose to
-             [N, H, W, C] (read as channels first after it), Relu, Flatten, Gemm, Softmax.
+             [N, H, W, C] (read as channels first after it), Relu, Flatten, Gemm, Softmax;
+  onnx_reverse_gru [N, 5, 3]: Transpose to [T, N, F], a GRU of direction reverse (its own random
+             weights: the other models' stay as they were drawn), its last state Y_h squeezed,
+             Gemm, Softmax.
 And the graphs ctflow-import refuses: refused_lstm.onnx (an LSTM node reading the
 graph's input [N, T, F] as its [T, N, F], with no Transpose before it), refused_extents.onnx (an
 Add of two branches of different extents), refused_opset9.onnx (opset 9), refused_truncated.onnx (onnx_cnn's first
@@ -42,9 +45,9 @@ R = np.random.default_rng(11)
 
 
 class Graph:
-    def __init__(self, name, shape):
+    def __init__(self, name, shape, rng=None):
         self.name, self.nodes, self.inits, self.shape = name, [], [], shape
-        self.current, self.count = "input", 0
+        self.current, self.count, self.rng = "input", 0, rng or R
 
     def init(self, value, dtype=np.float32):
         self.count += 1
@@ -53,7 +56,7 @@ class Graph:
         return name
 
     def weight(self, *shape, positive=False):
-        v = R.uniform(-0.5, 0.5, size=shape)
+        v = self.rng.uniform(-0.5, 0.5, size=shape)
         return self.init(np.abs(v) + 0.5 if positive else v)
 
     def node(self, op, *inputs, outputs=1, **attrs):
@@ -136,6 +139,17 @@ def onnx_transpose():
     return g.model(["batch", 5])
 
 
+def onnx_reverse_gru():
+    g = Graph("onnx_reverse_gru", [5, 3], np.random.default_rng(13))
+    g.node("Transpose", perm=[1, 0, 2])
+    y = g.node("GRU", g.weight(1, 12, 3), g.weight(1, 12, 4), g.weight(1, 24), hidden_size=4, direction="reverse", linear_before_reset=1, outputs=2)
+    g.current = y + "_extra1"  # Y_h [1, N, 4]
+    g.node("Squeeze", g.init([0], np.int64))
+    g.node("Gemm", g.weight(3, 4), g.weight(3), transB=1)
+    g.node("Softmax", axis=1)
+    return g.model(["batch", 3])
+
+
 def refused():
     g = Graph("refused_lstm", [5, 3])
     g.node("LSTM", g.weight(1, 8, 3), g.weight(1, 8, 2), hidden_size=2)
@@ -166,6 +180,10 @@ def write(name, model, x):
 
 
 def main():
+    names = sys.argv[1:]
+    if names == ["onnx_reverse_gru"]:  # alone: the other files as they are
+        write("onnx_reverse_gru", onnx_reverse_gru(), np.random.default_rng(17).uniform(-1, 1, size=(4, 5, 3)).astype("float32"))
+        return
     r = np.random.default_rng(5)
     cnn = write("onnx_cnn", onnx_cnn(), r.uniform(0, 1, size=(3, 1, 28, 28)).astype("float32"))
     write("onnx_gap", onnx_gap(), r.uniform(-1, 1, size=(4, 3, 9, 9)).astype("float32"))
@@ -177,6 +195,7 @@ def main():
         data = f.read()
     with open(os.path.join(DATA, "refused_truncated.onnx"), "wb") as f:
         f.write(data[: len(data) // 2])
+    write("onnx_reverse_gru", onnx_reverse_gru(), np.random.default_rng(17).uniform(-1, 1, size=(4, 5, 3)).astype("float32"))
 
 
 if __name__ == "__main__":

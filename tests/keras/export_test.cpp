@@ -664,6 +664,16 @@ TEST_CASE("import_header, ONNX: LSTM and GRU as PyTorch's exporter writes them, 
   REQUIRE(before.layers[0].weights[2].shape == std::vector<std::size_t>{6});
   CHECK_FALSE(before.layers[0].reset_after);
   for (std::size_t i = 0; i < 6; ++i) CHECK(before.layers[0].weights[2].values[i] == double(2 * i + 6));
+  // Reverse, its last state (Y_h): Keras's go_backwards, the weights as forward's.
+  recurrent_graph backwards{.op = "GRU", .strings = {{"direction", {"reverse"}}}};
+  backwards.output = "state";
+  const auto bm = import_onnx(backwards.graph());
+  REQUIRE(kinds(bm) == "GRU(tanh)");
+  CHECK(bm.layers[0].go_backwards);
+  CHECK_FALSE(bm.layers[0].return_sequences);
+  CHECK(bm.layers[0].weights[0].values == before.layers[0].weights[0].values);
+  CHECK_FALSE(gm.layers[0].go_backwards);
+  CHECK_THAT(keras::detail::embedded_header_text(bm, {}), Catch::Contains(".go_backwards = true"));
   // The header: Keras's layers with their flags.
   const std::string h = keras::detail::embedded_header_text(m, {});
   CHECK_THAT(h, Catch::Contains("ctflow::embedded::LSTM<2, ctflow::keras::activations::tanh, ctflow::keras::activations::sigmoid, "
@@ -675,7 +685,8 @@ TEST_CASE("import_header, ONNX: LSTM and GRU as PyTorch's exporter writes them, 
     CHECK_THROWS_WITH(import_onnx(r.graph()), Catch::Contains(message));
     CHECK_THROWS_AS(import_onnx(r.graph()), io_error);
   };
-  refused({.strings = {{"direction", {"reverse"}}}}, "node Y (LSTM) runs reverse: the importer takes forward recurrent nodes");
+  refused({.strings = {{"direction", {"bidirectional"}}}}, "node Y (LSTM) runs bidirectional: the importer takes forward and reverse recurrent nodes");
+  refused({.strings = {{"direction", {"reverse"}}}}, "node Y (LSTM) runs reverse and gives Y: the embedded layer gives a reverse node's steps in the order it ran them");
   refused({.ints = {{"layout", {1}}}}, "node Y (LSTM) has layout 1");
   refused({.strings = {{"activations", {"Sigmoid", "Tanh", "Relu"}}}}, "has the activations Tanh and Relu for its cell's input and output");
   refused({.strings = {{"activations", {"HardSigmoid", "Tanh", "Tanh"}}}}, "has the activation HardSigmoid: the importer takes Sigmoid, Tanh and Relu");

@@ -997,7 +997,8 @@ struct walk : value {
     dims = {dims[1]};
     seq = sequence::none;
   }
-  /// An LSTM or GRU node over [T, N, F], forward, from zero states, made Keras's: its gates
+  /// An LSTM or GRU node over [T, N, F], forward (or reverse: go_backwards), from zero states,
+  /// made Keras's: its gates
   /// reordered (ONNX's LSTM [i, o, f, c] to Keras's [i, f, c, o]; the GRU's [z, r, h] are
   /// Keras's), each kernel transposed to [in, gates], the LSTM's two biases summed, the GRU's
   /// [input; recurrent] with linear_before_reset (Keras's reset_after) or summed without. Gives
@@ -1008,7 +1009,10 @@ struct walk : value {
       refuse(n, "reads [N, T, F] as ONNX's [T, N, F]: the importer takes a recurrent node after a Transpose of perm 1, 0, 2, as PyTorch's exporter writes it");
     if (seq != sequence::time_first) refuse(n, "reads a tensor other than a sequence [T, N, F]");
     if (n.i("layout", 0) != 0) refuse(n, "has layout 1: the importer takes layout 0, [T, N, F]");
-    if (const std::string d = n.s("direction", "forward"); d != "forward") refuse(n, "runs " + d + ": the importer takes forward recurrent nodes");
+    const std::string direction = n.s("direction", "forward");
+    if (direction != "forward" && direction != "reverse")
+      refuse(n, "runs " + direction + ": the importer takes forward and reverse recurrent nodes (one direction each)");
+    const bool reverse = direction == "reverse";
     if (n.find("clip")) refuse(n, "clips its gates' inputs: the embedded layers do not");
     if (n.find("activation_alpha") || n.find("activation_beta")) refuse(n, "has activation_alpha or activation_beta: the importer takes Sigmoid, Tanh and Relu");
     if (lstm && n.i("input_forget", 0) != 0) refuse(n, "couples its input and forget gates (input_forget)");
@@ -1037,6 +1041,9 @@ struct walk : value {
     const auto read = [&](std::size_t i) { return i < n.outputs.size() && !n.outputs[i].empty() && readers[n.outputs[i]] > 0; };
     if (lstm && read(2)) refuse(n, "gives its cell state (Y_c): the importer takes Y or Y_h");
     if (read(0) == read(1)) refuse(n, read(0) ? "gives Y and Y_h, both read: the importer takes one" : "gives no output that is read");
+    // Reverse: Keras's go_backwards, whose last state is Y_h; its sequence is Y's steps in the
+    // order it ran them, the reverse of ONNX's.
+    if (reverse && read(0)) refuse(n, "runs reverse and gives Y: the embedded layer gives a reverse node's steps in the order it ran them; the importer takes its Y_h");
     const tensor& w = weight(n, 1, "W");
     const tensor& r = weight(n, 2, "R");
     const auto check = [&](const tensor& t, std::vector<std::int64_t> want, const char* role) {
@@ -1065,6 +1072,7 @@ struct walk : value {
     l.recurrent_activation = name(a[0]);
     l.activation = name(a[1]);
     l.return_sequences = read(0);
+    l.go_backwards = reverse;
     l.reset_after = !lstm && n.i("linear_before_reset", 0) != 0;
     l.weights.push_back({"kernel", {in, gates}, keras(w, in)});
     l.weights.push_back({"recurrent_kernel", {units, gates}, keras(r, units)});
