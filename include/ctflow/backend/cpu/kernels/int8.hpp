@@ -3,9 +3,9 @@
 // GEMM on AVX-512 VNNI, where the target has it. vpdpbusd sums four u8 x s8 products into each
 // int32 lane, so the activations go in as u8 (x + 128, the sums corrected by (128 + the input's
 // zero point) times each weight column's sum, folded into the bias once) against weights packed
-// once as [out / 16][in / 4][16][4]; a convolution of small window rows reads its windows in
-// place, others gather them (im2col) a chunk of output pixels at a time; the requantization runs
-// 16 lanes at a time. Integer arithmetic
+// once as [out / 16][in / 4][16][4]; a convolution reads its windows in place (one dilated
+// across gathers them, im2col, a chunk of output pixels at a time); the requantization runs 16
+// lanes at a time. Integer arithmetic
 // throughout: the results are reference's (embedded/layers/quantized.hpp), bit for bit. Without
 // VNNI the cpu device runs reference's loops.
 
@@ -183,10 +183,9 @@ template <> class linear_kernel<cpu> {
     flip(x, u.data(), n);
     const std::uint8_t* in = u.data();
     // Output pixel (b, oy, ox)'s window into the row at `to`, each window row from a quad of
-    // its own; returns where its inputs end.
+    // its own, cell by cell (dilated: no two side by side); returns where its inputs end.
     const auto gather = [g, in, zero, run, run4](std::uint8_t* to, std::size_t b, std::size_t oy, std::size_t ox) {
       const std::ptrdiff_t x0 = std::ptrdiff_t(ox * g.sw) - std::ptrdiff_t(g.left);
-      const bool across = g.dw == 1 && x0 >= 0 && x0 + std::ptrdiff_t(g.kw) <= std::ptrdiff_t(g.w);
       for (std::size_t ky = 0; ky < g.kh; ++ky, to += run4) {
         const std::ptrdiff_t iy = std::ptrdiff_t(oy * g.sh + ky * g.dh) - std::ptrdiff_t(g.top);
         if (iy < 0 || iy >= std::ptrdiff_t(g.h)) {
@@ -194,10 +193,6 @@ template <> class linear_kernel<cpu> {
           continue;
         }
         const std::uint8_t* line = in + (b * g.h + std::size_t(iy)) * g.w * g.c;
-        if (across) {
-          copy(line + std::size_t(x0) * g.c, to, run);
-          continue;
-        }
         for (std::size_t kx = 0; kx < g.kw; ++kx) {
           const std::ptrdiff_t ix = x0 + std::ptrdiff_t(kx * g.dw);
           if (ix < 0 || ix >= std::ptrdiff_t(g.w)) splat(to + kx * g.c, g.c, zero);
