@@ -313,22 +313,21 @@ struct runner {
           dims.back() = channels;
         } else {
           const auto g = embedded::int8_detail::window_over(n, dims[0], dims[1], dims[2], l.kh, l.kw, l.sh, l.sw, l.dh, l.dw, l.padding == "same");
-          qy.resize(n * g.oh * g.ow * channels);
           if (linears[k] && pooled_after(k)) {  // the max pool that follows, in the same pass
             qy.resize(n * (g.oh / 2) * (g.ow / 2) * channels);
             linears[k]->conv_max_pool(qx.data(), qy.data(), g);
             dims = {g.oh / 2, g.ow / 2, channels};
-            std::swap(qx, qy);
             ++k;
-            continue;
+          } else {
+            qy.resize(n * g.oh * g.ow * channels);
+            if (linears[k]) {
+              linears[k]->conv(qx.data(), qy.data(), g);
+            } else {  // depthwise
+              acc.resize(channels);
+              embedded::int8_detail::conv2d(qx.data(), qy.data(), g, channels, true, bytes[k].data(), ints[k].data(), requant_of(k), acc.data());
+            }
+            dims = {g.oh, g.ow, channels};
           }
-          if (linears[k]) {
-            linears[k]->conv(qx.data(), qy.data(), g);
-          } else {  // depthwise
-            acc.resize(channels);
-            embedded::int8_detail::conv2d(qx.data(), qy.data(), g, channels, true, bytes[k].data(), ints[k].data(), requant_of(k), acc.data());
-          }
-          dims = {g.oh, g.ow, channels};
         }
         std::swap(qx, qy);
       } else if (l.kind == "QuantizedMaxPooling2D" || l.kind == "QuantizedAveragePooling2D" || l.kind == "QuantizedGlobalAveragePooling2D") {
