@@ -2,7 +2,8 @@
 // limits measured in the same run: a fused 3-input element-wise expression against a
 // device-to-device copy (goal: 85 % of its bandwidth), reductions over the last and the first
 // axis (goal: 80 %), and matmul through the executor against a direct cuBLAS SGEMM of the same
-// shape (goal: 95 %). Each call is finished on return, so wall time is the device's.
+// shape (goal: 95 %); a Dense layer's relu(x @ w + b) with cuBLASLt's epilogue against the product
+// and a kernel after it. Each call is finished on return, so wall time is the device's.
 #include <benchmark/benchmark.h>
 
 #include <ctflow/backend/cuda/cuda.hpp>
@@ -68,6 +69,30 @@ void matmul_ctflow(benchmark::State& s) {
   s.counters["TFLOP/s"] = benchmark::Counter(2.0 * double(m * m * m) * double(s.iterations()) / 1e12, benchmark::Counter::kIsRate);
 }
 
+/// A Dense layer's forward pass, relu(x @ w + b), as one product with cuBLASLt's epilogue, against
+/// the same product stored and then a kernel adding the bias and taking the relu.
+void dense_fused(benchmark::State& s) {
+  if (no_gpu(s)) return;
+  const std::size_t m = std::size_t(s.range(0));
+  const auto x = to<cuda>(random_uniform<float, Shape<dyn, dyn>>(1, -1, 1, {m, m})), w = to<cuda>(random_uniform<float, Shape<dyn, dyn>>(2, -1, 1, {m, m}));
+  const auto b = to<cuda>(random_uniform<float, Shape<dyn>>(3, -1, 1, {m}));
+  Tensor<float, Shape<dyn, dyn>, cuda> y({m, m});
+  for (auto _ : s) y = relu(matmul(x, w) + b);
+  s.counters["TFLOP/s"] = benchmark::Counter(2.0 * double(m * m * m) * double(s.iterations()) / 1e12, benchmark::Counter::kIsRate);
+}
+void dense_unfused(benchmark::State& s) {
+  if (no_gpu(s)) return;
+  const std::size_t m = std::size_t(s.range(0));
+  const auto x = to<cuda>(random_uniform<float, Shape<dyn, dyn>>(1, -1, 1, {m, m})), w = to<cuda>(random_uniform<float, Shape<dyn, dyn>>(2, -1, 1, {m, m}));
+  const auto b = to<cuda>(random_uniform<float, Shape<dyn>>(3, -1, 1, {m}));
+  Tensor<float, Shape<dyn, dyn>, cuda> p({m, m}), y({m, m});
+  for (auto _ : s) {
+    p = matmul(x, w);
+    y = relu(p + b);
+  }
+  s.counters["TFLOP/s"] = benchmark::Counter(2.0 * double(m * m * m) * double(s.iterations()) / 1e12, benchmark::Counter::kIsRate);
+}
+
 /// cuBLAS's SGEMM called directly (libcublas, loaded here), on the same shapes.
 struct cublas_api {
   int (*cublasCreate_v2)(void**);
@@ -108,4 +133,6 @@ BENCHMARK(reduce_last)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(reduce_first)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(matmul_ctflow)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(matmul_cublas)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(dense_fused)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(dense_unfused)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

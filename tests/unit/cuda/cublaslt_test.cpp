@@ -94,6 +94,8 @@ TEST_CASE("cuda: cuBLASLt descriptors of every matmul form, without a GPU") {
       CHECK(d.op_attribute<std::int32_t>(api::desc_compute_type) == api::compute_32f);
       CHECK(d.layout_attribute<std::int32_t>(d.c(), api::layout_type) == type);
       CHECK(d.op_attribute<std::uint32_t>(api::desc_epilogue) == code);
+      // A bias epilogue's bias is the same for every matrix of a batch.
+      if (ep != cuda::epilogue::relu) CHECK(d.op_attribute<std::int64_t>(api::desc_bias_batch_stride) == 0);
       float bias[8] = {};
       d.set_bias(bias);
       CHECK(d.op_attribute<const void*>(api::desc_bias_pointer) == bias);

@@ -162,6 +162,54 @@ TEST_CASE("cuda device (a GPU, or one emulated on the host): expressions as user
     auto [cw] = grad(reduce_sum(tanh(matmul(xb, b))), b);
     require_equal(eval(gw), eval(cw), 1e-5);
   }
+  SECTION("a dense layer's relu(matmul + bias) is one product with cuBLASLt's epilogue") {
+    const auto x = uniform<float, D2>({9, 5}, 21), w = uniform<float, D2>({5, 6}, 22);
+    const auto bias = uniform<float, D1>({6}, 23);
+    const auto row = uniform<float, D2>({1, 6}, 24), column = uniform<float, D2>({9, 1}, 25);
+    const auto gx = to<cuda>(x), gw = to<cuda>(w), grow = to<cuda>(row), gcolumn = to<cuda>(column);
+    const auto gbias = to<cuda>(bias);
+    using ep = gen::epilogue;
+    // Each assignment: its value, and (on the emulated GPU) the epilogue of its one product and
+    // the kernels that ran besides it.
+    auto fused = [&](const auto& on_gpu, const auto& on_cpu, ep expected, std::size_t kernels) {
+      const auto launches = scope.gpu ? scope.gpu->launches : 0, products = scope.gpu ? scope.gpu->matmuls : 0;
+      const Tensor<float, D2, cuda> y = on_gpu;
+      if (scope.gpu) {
+        CHECK(scope.gpu->matmuls == products + 1);
+        CHECK(scope.gpu->epilogues.back() == expected);
+        CHECK(scope.gpu->launches == launches + kernels);
+      }
+      require_equal(y, eval(on_cpu), 1e-5);
+    };
+    fused(relu(matmul(gx, gw) + gbias), relu(matmul(x, w) + bias), ep::relu_bias, 0);
+    fused(matmul(gx, gw) + gbias, matmul(x, w) + bias, ep::bias, 0);
+    fused(grow + matmul(gx, gw), row + matmul(x, w), ep::bias, 0);
+    fused(relu(matmul(gx, gw)), relu(matmul(x, w)), ep::relu, 0);
+    const Tensor<float, D2> xt = transpose(x), wt = transpose(w);
+    fused(relu(matmul(to<cuda>(xt), to<cuda>(wt), transpose_a, transpose_b) + gbias), relu(matmul(xt, wt, transpose_a, transpose_b) + bias),
+          ep::relu_bias, 0);
+    // A bias that is an expression is evaluated first; one over the rows is added by a kernel
+    // (the epilogue's runs over the columns).
+    fused(relu(matmul(gx, gw) + gbias * 2.f), relu(matmul(x, w) + bias * 2.f), ep::relu_bias, 1);
+    fused(matmul(gx, gw) + gcolumn, matmul(x, w) + column, ep::none, 1);
+    // A batch of products shares the bias; a Dense over [batch, steps, features] (its rows
+    // reshaped) is the same product.
+    const auto xb = uniform<float, D3>({3, 9, 5}, 26);
+    const auto gxb = to<cuda>(xb);
+    const Tensor<float, D3, cuda> yb = relu(matmul(gxb, gw) + gbias);
+    require_equal(yb, eval(relu(matmul(xb, w) + bias)), 1e-5);
+    if (scope.gpu) CHECK(scope.gpu->epilogues.back() == ep::relu_bias);
+    // A sum over nothing is zeros: the bias and relu of them, by a kernel.
+    const Tensor<float, D2, cuda> empty_x(dims_t<2>{9, 0}), empty_w(dims_t<2>{0, 6});
+    const Tensor<float, D2, cuda> only_bias = relu(matmul(empty_x, empty_w) + gbias);
+    require_equal(only_bias, eval(relu(bias + Tensor<float, D2>(dims_t<2>{9, 6}))), 0);
+    // Doubles are products and kernels.
+    const auto xd = uniform<double, D2>({9, 5}, 27), wd = uniform<double, D2>({5, 6}, 28);
+    const auto bd = uniform<double, D1>({6}, 29);
+    const Tensor<double, D2, cuda> yd = relu(matmul(to<cuda>(xd), to<cuda>(wd)) + to<cuda>(bd));
+    require_equal(yd, eval(relu(matmul(xd, wd) + bd)), 1e-12);
+    if (scope.gpu) CHECK(scope.gpu->epilogues.back() == ep::none);
+  }
   SECTION("an integer division by zero is a value_error, as on the CPU") {
     const Tensor<std::int32_t, D1, cuda> p = to<cuda>(eval(cast<std::int32_t>(uniform<float, D1>({40}, 4, 1, 9))));
     const Tensor<std::int32_t, D1, cuda> q(p.dims());

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "host_compile.hpp"
@@ -48,18 +49,21 @@ class emulated_runtime final : public ctflow::backend::cuda::runtime {
     return host_compile::entry(it->second, entry)(args.data(), grid, block);
   }
   unsigned multiprocessors() const override { return 1; }
-  // cuBLASLt's product as plain loops (no epilogue: the executor asks for none yet).
-  void matmul(const ctflow::backend::cuda::matmul_problem& p, const void* a, const void* b, void* d, const void*) override {
+  // cuBLASLt's product as plain loops, then its epilogue (the bias over the columns, relu), in
+  // the product's precision before it is stored, as cuBLASLt applies it.
+  void matmul(const ctflow::backend::cuda::matmul_problem& p, const void* a, const void* b, void* d, const void* bias) override {
     using api = ctflow::backend::cuda::cublaslt_api;
     ++matmuls;
-    if (p.dtype == api::r_64f) product(p, static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(d));
-    else if (p.dtype == api::r_16bf) product(p, static_cast<const ctflow::bfloat16*>(a), static_cast<const ctflow::bfloat16*>(b), static_cast<ctflow::bfloat16*>(d));
-    else if (p.dtype == api::r_16f) product(p, static_cast<const ctflow::float16*>(a), static_cast<const ctflow::float16*>(b), static_cast<ctflow::float16*>(d));
-    else product(p, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(d));
+    epilogues.push_back(p.ep);
+    if (p.dtype == api::r_64f) product(p, static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(d), static_cast<const double*>(bias));
+    else if (p.dtype == api::r_16bf) product(p, static_cast<const ctflow::bfloat16*>(a), static_cast<const ctflow::bfloat16*>(b), static_cast<ctflow::bfloat16*>(d), static_cast<const ctflow::bfloat16*>(bias));
+    else if (p.dtype == api::r_16f) product(p, static_cast<const ctflow::float16*>(a), static_cast<const ctflow::float16*>(b), static_cast<ctflow::float16*>(d), static_cast<const ctflow::float16*>(bias));
+    else product(p, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(d), static_cast<const float*>(bias));
   }
 
   std::size_t allocations = 0, launches = 0, matmuls = 0;
   std::vector<std::string> entries;  // each launch's entry point
+  std::vector<ctflow::backend::cuda::epilogue> epilogues;  // each product's epilogue
   std::map<const void*, std::size_t> held;  // the device memory given out, by address
   /// Whether an entry point whose name holds `part` ran.
   bool ran_entry(const std::string& part) const {
@@ -68,8 +72,11 @@ class emulated_runtime final : public ctflow::backend::cuda::runtime {
   std::vector<const ctflow::backend::cuda::generated_kernel*> ran;  // each kernel it ran, once
 
  private:
-  template <class T> static void product(const ctflow::backend::cuda::matmul_problem& p, const T* a, const T* b, T* d) {
+  template <class T> static void product(const ctflow::backend::cuda::matmul_problem& p, const T* a, const T* b, T* d, const T* bias) {
     using C = ctflow::compute_t<T>;
+    using ep = ctflow::backend::cuda::epilogue;
+    const bool biased = p.ep == ep::bias || p.ep == ep::relu_bias, rectified = p.ep == ep::relu || p.ep == ep::relu_bias;
+    if (biased && !bias) throw std::logic_error("emulated cuBLASLt: a bias epilogue without its bias");
     for (std::uint64_t s = 0; s < p.batch; ++s) {
       const T* x = a + s * p.a_batch_stride;
       const T* y = b + s * p.b_batch_stride;
@@ -79,6 +86,8 @@ class emulated_runtime final : public ctflow::backend::cuda::runtime {
           C acc = 0;
           for (std::uint64_t l = 0; l < p.k; ++l)
             acc += C(p.transpose_a ? x[l * p.m + i] : x[i * p.k + l]) * C(p.transpose_b ? y[j * p.k + l] : y[l * p.n + j]);
+          if (biased) acc += C(bias[j]);
+          if (rectified && acc < C(0)) acc = C(0);
           z[i * p.n + j] = T(acc);
         }
     }

@@ -64,7 +64,7 @@ struct cublaslt_api {
   // cublasLt.h's and library_types.h's values.
   static constexpr int layout_type = 0, layout_rows = 2, layout_cols = 3, layout_ld = 4, layout_batch_count = 5, layout_batch_stride = 6;
   static constexpr int desc_compute_type = 0, desc_scale_type = 1, desc_transa = 3, desc_transb = 4, desc_epilogue = 7, desc_bias_pointer = 8,
-                       desc_bias_data_type = 26;
+                       desc_bias_batch_stride = 10, desc_bias_data_type = 26;
   static constexpr int preference_max_workspace = 1;
   static constexpr int op_n = 0, op_t = 1;
   static constexpr int compute_32f = 68, compute_64f = 70;
@@ -149,6 +149,10 @@ class matmul_descriptors {
       set_op(cublaslt_api::desc_transa, p.transpose_b ? cublaslt_api::op_t : cublaslt_api::op_n);  // cuBLASLt's A is our B
       set_op(cublaslt_api::desc_transb, p.transpose_a ? cublaslt_api::op_t : cublaslt_api::op_n);
       set_op(cublaslt_api::desc_epilogue, p.ep == epilogue::none ? 1 : p.ep == epilogue::relu ? 2 : p.ep == epilogue::bias ? 4 : 6);
+      if (p.ep == epilogue::bias || p.ep == epilogue::relu_bias) {  // one bias for every matrix of the batch
+        const std::int64_t none = 0;
+        lt_.check(lt_.cublasLtMatmulDescSetAttribute(op_, cublaslt_api::desc_bias_batch_stride, &none, sizeof none), "cublasLtMatmulDescSetAttribute");
+      }
       // Our B, stored [K, N] (or [N, K] transposed): column-major N x K (K x N), leading N (K).
       a_ = layout(p.dtype, p.transpose_b ? p.k : p.n, p.transpose_b ? p.n : p.k, p.batch, p.b_batch_stride);
       // Our A, stored [M, K] (or [K, M]): column-major K x M (M x K).

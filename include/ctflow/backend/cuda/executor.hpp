@@ -8,7 +8,8 @@
 /// given back when the assignment is done.
 ///
 /// A matmul runs through cuBLASLt (runtime.hpp): batched with strides where each operand's batch
-/// is the product's or one matrix, else one product per batch element. The shape ops that build
+/// is the product's or one matrix, else one product per batch element; a relu and a bias over its
+/// columns above it (a Dense layer's forward pass) are its epilogue. The shape ops that build
 /// new tensors (concat, gather, one_hot, pad, tile) and the adjoints of views, pad, tile and gather
 /// run as kernels of their own (array_kernels.hpp), their operands read where they are. The other
 /// boundary ops (convolutions, ...) do not run on the GPU yet: assigning one is a compile error
@@ -167,9 +168,70 @@ std::size_t batch_offset(std::size_t i, const std::array<std::size_t, RO>& all, 
   return offset;
 }
 
+/// A matmul with what cuBLASLt's epilogue applies to it before it is stored: N is relu(m),
+/// m + bias, bias + m or relu of either (m a matmul of floats, bias any node of rank 1 or more,
+/// a vector over the product's columns where it runs fused: see fused_bias). `product(n)` is m,
+/// `bias(n)` the bias node (null where there is none).
+template <class N> struct with_epilogue {
+  static constexpr epilogue ep = epilogue::none;
+};
+template <class N> constexpr bool float_matmul = is_matmul<std::remove_cvref_t<N>>::value && std::is_same_v<value_t<std::remove_cvref_t<N>>, float>;
+template <class M, class B> requires(float_matmul<M> && !float_matmul<B> && rank_v<std::remove_cvref_t<B>> >= 1)
+struct with_epilogue<expr::Binary<ops::add_fn, M, B>> {
+  static constexpr epilogue ep = epilogue::bias;
+  template <class N> static const auto& product(const N& n) { return n.l; }
+  template <class N> static const auto* bias(const N& n) { return &n.r; }
+};
+template <class B, class M> requires(float_matmul<M> && !float_matmul<B> && rank_v<std::remove_cvref_t<B>> >= 1)
+struct with_epilogue<expr::Binary<ops::add_fn, B, M>> {
+  static constexpr epilogue ep = epilogue::bias;
+  template <class N> static const auto& product(const N& n) { return n.r; }
+  template <class N> static const auto* bias(const N& n) { return &n.l; }
+};
+template <class M> requires float_matmul<M>
+struct with_epilogue<expr::Unary<ops::relu_fn, M>> {
+  static constexpr epilogue ep = epilogue::relu;
+  template <class N> static const auto& product(const N& n) { return n.e; }
+  template <class N> static const std::nullptr_t* bias(const N&) { return nullptr; }
+};
+template <class E> requires(with_epilogue<std::remove_cvref_t<E>>::ep == epilogue::bias)
+struct with_epilogue<expr::Unary<ops::relu_fn, E>> {
+  using inner = with_epilogue<std::remove_cvref_t<E>>;
+  static constexpr epilogue ep = epilogue::relu_bias;
+  template <class N> static const auto& product(const N& n) { return inner::product(n.e); }
+  template <class N> static const auto* bias(const N& n) { return inner::bias(n.e); }
+};
+
+/// Whether the epilogue of node n (of extents d) can run in the product's kernel: the product
+/// has the node's extents and sums over something (an empty sum is zeros, which cuBLASLt is not
+/// asked for), and its bias, where it has one, is a vector over the product's columns (every
+/// other axis of extent 1).
+template <class N, std::size_t R> bool fused_epilogue(const N& n, const dims_t<R>& d) {
+  using W = with_epilogue<N>;
+  const auto& m = W::product(n);
+  using K = typename std::remove_cvref_t<decltype(m)>::op_type;
+  const auto md = m.dims();
+  if constexpr (std::tuple_size_v<decltype(md)> != R) {
+    return false;
+  } else {
+    const auto ad = std::get<0>(m.ops).dims();
+    constexpr std::size_t RA = std::tuple_size_v<decltype(ad)>;
+    if (md != d || ad[matmul_of<K>::transpose_a ? RA - 2 : RA - 1] == 0) return false;
+    if constexpr (W::ep == epilogue::bias || W::ep == epilogue::relu_bias) {
+      const auto bd = W::bias(n)->dims();
+      for (std::size_t i = 0; i + 1 < bd.size(); ++i)
+        if (bd[i] != 1) return false;
+      return bd.back() == d[R - 1];
+    }
+    return true;
+  }
+}
+
 /// A matmul node into out (extents d): one batched product where each operand's batch is the
-/// product's or one matrix, else one product per batch element.
-template <class T, std::size_t R, class N> void run_matmul(T* out, const dims_t<R>& d, const N& n) {
+/// product's or one matrix, else one product per batch element; with epilogue ep (its bias at
+/// `bias`, device memory) where one is given.
+template <class T, std::size_t R, class N>
+void run_matmul(T* out, const dims_t<R>& d, const N& n, epilogue ep = epilogue::none, const T* bias = nullptr) {
   using K = typename N::op_type;
   runtime& rt = device_state::instance().rt();
   temporaries keep;
@@ -180,6 +242,7 @@ template <class T, std::size_t R, class N> void run_matmul(T* out, const dims_t<
   p.dtype = matmul_problem::type_of<T>();
   p.transpose_a = matmul_of<K>::transpose_a;
   p.transpose_b = matmul_of<K>::transpose_b;
+  p.ep = ep;
   p.m = d[R - 2];
   p.n = d[R - 1];
   p.k = p.transpose_a ? a.dims[RA - 2] : a.dims[RA - 1];
@@ -202,20 +265,29 @@ template <class T, std::size_t R, class N> void run_matmul(T* out, const dims_t<
   p.b_batch_stride = stride_of(own_b, b_matrix);
   if (p.a_batch_stride >= 0 && p.b_batch_stride >= 0) {
     p.batch = batch;
-    return rt.matmul(p, a.data, b.data, out, nullptr);
+    return rt.matmul(p, a.data, b.data, out, bias);
   }
   p.a_batch_stride = p.b_batch_stride = 0;
   for (std::size_t i = 0; i < batch; ++i)
-    rt.matmul(p, a.data + batch_offset(i, all, own_a) * a_matrix, b.data + batch_offset(i, all, own_b) * b_matrix, out + i * p.m * p.n, nullptr);
+    rt.matmul(p, a.data + batch_offset(i, all, own_a) * a_matrix, b.data + batch_offset(i, all, own_b) * b_matrix, out + i * p.m * p.n, bias);
 }
 
-/// Assigns e (of extents d) into the device memory at out: a matmul through cuBLASLt, a shape
-/// op its own kernel, anything else one generated kernel, its inputs evaluated first where they
+/// Assigns e (of extents d) into the device memory at out: a matmul through cuBLASLt (with the
+/// relu and bias above it as its epilogue, where they fit one), a shape op its own kernel, anything else one generated kernel, its inputs evaluated first where they
 /// must be.
 template <class T, std::size_t R, class E> void evaluate(T* out, const dims_t<R>& d, const E& e) {
   using N = std::remove_cvref_t<E>;
   if constexpr (is_matmul<N>::value) {
     run_matmul(out, d, e);
+  } else if constexpr (with_epilogue<N>::ep != epilogue::none) {
+    using W = with_epilogue<N>;
+    if (!fused_epilogue(e, d)) return evaluate_generated(out, d, e);
+    if constexpr (W::ep == epilogue::relu) {
+      run_matmul(out, d, W::product(e), W::ep);
+    } else {
+      temporaries keep;
+      run_matmul(out, d, W::product(e), W::ep, dense_view(*W::bias(e), keep).data);
+    }
   } else if constexpr (requires { requires array_kernel<typename N::op_type>::defined; }) {
     run_array(out, d, e);
   } else {
