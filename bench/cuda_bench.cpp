@@ -3,7 +3,9 @@
 // device-to-device copy (goal: 85 % of its bandwidth), reductions over the last and the first
 // axis (goal: 80 %), and matmul through the executor against a direct cuBLAS SGEMM of the same
 // shape (goal: 95 %); a Dense layer's relu(x @ w + b) with cuBLASLt's epilogue against the product
-// and a kernel after it. Each call is finished on return, so wall time is the device's.
+// and a kernel after it; copies between the host and the device through the pinned staging
+// buffers against the driver's copy from pageable memory. Each call is finished on return, so
+// wall time is the device's.
 #include <benchmark/benchmark.h>
 
 #include <ctflow/backend/cuda/cuda.hpp>
@@ -11,6 +13,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <vector>
 
 using namespace ctflow;
 namespace gpu = ctflow::backend::cuda;
@@ -67,6 +70,49 @@ void matmul_ctflow(benchmark::State& s) {
   Tensor<float, Shape<dyn, dyn>, cuda> c({m, m});
   for (auto _ : s) c = matmul(a, b);
   s.counters["TFLOP/s"] = benchmark::Counter(2.0 * double(m * m * m) * double(s.iterations()) / 1e12, benchmark::Counter::kIsRate);
+}
+
+/// Host to device and back of 256 MiB: through ctflow's pinned staging buffers (to<cuda>, to<cpu>)
+/// against the driver's own copy from pageable memory (cuMemcpyHtoD, cuMemcpyDtoH).
+void to_device_staged(benchmark::State& s) {
+  if (no_gpu(s)) return;
+  std::vector<float> host(n, 1.f);
+  Tensor<float, Shape<dyn>, cuda> g({n});
+  for (auto _ : s) cuda::copy_from_host(g.data(), host.data(), n * sizeof(float));
+  count_bytes(s, double(n) * sizeof(float));
+}
+void to_host_staged(benchmark::State& s) {
+  if (no_gpu(s)) return;
+  std::vector<float> host(n);
+  const Tensor<float, Shape<dyn>, cuda> g({n});
+  for (auto _ : s) cuda::copy_to_host(host.data(), g.data(), n * sizeof(float));
+  count_bytes(s, double(n) * sizeof(float));
+}
+struct pageable_api {
+  int (*cuMemcpyHtoD_v2)(unsigned long long, const void*, std::size_t);
+  int (*cuMemcpyDtoH_v2)(void*, unsigned long long, std::size_t);
+};
+const gpu::lazy_api<pageable_api>& pageable() {
+  static const gpu::lazy_api<pageable_api> l([](std::optional<gpu::shared_library>& library, pageable_api& api) {
+    library.emplace("the CUDA driver", std::initializer_list<const char*>{"libcuda.so.1"});
+    api.cuMemcpyHtoD_v2 = library->function<decltype(api.cuMemcpyHtoD_v2)>("cuMemcpyHtoD_v2");
+    api.cuMemcpyDtoH_v2 = library->function<decltype(api.cuMemcpyDtoH_v2)>("cuMemcpyDtoH_v2");
+  });
+  return l;
+}
+void to_device_pageable(benchmark::State& s) {
+  if (no_gpu(s)) return;
+  std::vector<float> host(n, 1.f);
+  Tensor<float, Shape<dyn>, cuda> g({n});
+  for (auto _ : s) pageable().get().cuMemcpyHtoD_v2(reinterpret_cast<unsigned long long>(g.data()), host.data(), n * sizeof(float));
+  count_bytes(s, double(n) * sizeof(float));
+}
+void to_host_pageable(benchmark::State& s) {
+  if (no_gpu(s)) return;
+  std::vector<float> host(n);
+  const Tensor<float, Shape<dyn>, cuda> g({n});
+  for (auto _ : s) pageable().get().cuMemcpyDtoH_v2(host.data(), reinterpret_cast<unsigned long long>(g.data()), n * sizeof(float));
+  count_bytes(s, double(n) * sizeof(float));
 }
 
 /// A Dense layer's forward pass, relu(x @ w + b), as one product with cuBLASLt's epilogue, against
@@ -133,6 +179,10 @@ BENCHMARK(reduce_last)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(reduce_first)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(matmul_ctflow)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(matmul_cublas)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(to_device_staged)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(to_device_pageable)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(to_host_staged)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(to_host_pageable)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(dense_fused)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(dense_unfused)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -6,12 +6,17 @@
 #include <ctflow/backend/cuda/driver.hpp>
 #include <ctflow/backend/cuda/kernel_cache.hpp>
 #include <ctflow/backend/cuda/nvrtc.hpp>
+#include <ctflow/backend/cuda/staging.hpp>
 
 #include <dirent.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <fstream>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -75,6 +80,89 @@ TEST_CASE("cuda: the driver loads on first use; without one, using it is a clear
     CHECK(g.major >= 3);
     CHECK(g.arch() == "sm_" + std::to_string(g.major * 10 + g.minor));
     CHECK(g.total_memory > 0);
+  }
+}
+
+TEST_CASE("cuda: every entry point of the driver is found under the name the toolkit's cuda.h gives it (in its stub library)") {
+  // The toolkit's stub of libcuda exports the driver's symbols and fails cuInit: loading it
+  // finds every entry point, or names the one it lacks, before cuInit stops it.
+  const std::string stubs = "/usr/local/cuda/lib64/stubs";
+  if (::access((stubs + "/libcuda.so").c_str(), R_OK) != 0) {
+    WARN("skipped: the CUDA toolkit's stub driver is not installed here (" << stubs << ")");
+    return;
+  }
+  const cuda::shared_library stub("the CUDA driver's stub", {"libcuda.so"}, {stubs});
+  cuda::driver_api api{};
+  CHECK_THROWS_WITH(cuda::load_driver(stub, api), Catch::Contains("does not start (cuInit: error 34"));
+  static_assert(sizeof(cuda::driver_api) % sizeof(void*) == 0);
+  std::array<void*, sizeof(cuda::driver_api) / sizeof(void*)> entries{};
+  std::memcpy(entries.data(), &api, sizeof api);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    INFO("entry point " << i << " of driver_api");
+    CHECK(entries[i] != nullptr);
+  }
+}
+
+namespace {
+/// A device whose copies end late: each copy started is a step of one stream, run (in order)
+/// only when a wait needs it, so a staged copy that wrote a buffer before its last copy left it,
+/// or read one before its copy arrived, gives wrong bytes.
+struct late_device {
+  explicit late_device(std::size_t buffers, std::size_t chunk) : memory(buffers, std::vector<unsigned char>(chunk)), last(buffers) {}
+  struct step {
+    std::size_t buffer;
+    unsigned char* to;  // null: into the buffer
+    const unsigned char* from;
+    std::size_t bytes;
+  };
+  std::vector<std::vector<unsigned char>> memory;
+  std::vector<std::size_t> last;  // per buffer: how many steps had started after its last one
+  std::deque<step> stream;
+  std::size_t started = 0, ran = 0, most_in_flight = 0;
+
+  void* buffer(std::size_t i) { return memory[i].data(); }
+  void to_device(std::size_t i, void* dst, std::size_t n) { start({i, static_cast<unsigned char*>(dst), nullptr, n}); }
+  void from_device(std::size_t i, const void* src, std::size_t n) { start({i, nullptr, static_cast<const unsigned char*>(src), n}); }
+  void wait(std::size_t i) {
+    while (ran < last[i]) {
+      const step s = stream.front();
+      stream.pop_front();
+      ++ran;
+      if (s.to) std::memcpy(s.to, memory[s.buffer].data(), s.bytes);
+      else std::memcpy(memory[s.buffer].data(), s.from, s.bytes);
+    }
+  }
+  void start(step s) {
+    REQUIRE(s.bytes <= memory[s.buffer].size());
+    stream.push_back(s);
+    last[s.buffer] = ++started;
+    most_in_flight = std::max(most_in_flight, stream.size());
+  }
+};
+}  // namespace
+
+TEST_CASE("cuda: copies to and from the host go through the staging buffers in turn, each chunk copied while the one before it moves") {
+  constexpr std::size_t chunk = 64;
+  for (const std::size_t buffers : {std::size_t(1), std::size_t(2), std::size_t(3)}) {
+    for (const std::size_t bytes : {std::size_t(0), std::size_t(1), chunk - 1, chunk, chunk + 1, 2 * chunk, 5 * chunk + 3}) {
+      INFO(bytes << " bytes through " << buffers << " buffers of " << chunk);
+      std::vector<unsigned char> host(bytes), device(bytes, 0xee), back(bytes, 0xdd);
+      std::iota(host.begin(), host.end(), static_cast<unsigned char>(bytes));
+      const std::size_t parts = (bytes + chunk - 1) / chunk;
+      late_device to(buffers, chunk);
+      cuda::staged_to_device(to, buffers, chunk, device.data(), host.data(), bytes);
+      CHECK(to.stream.empty());  // finished on return
+      CHECK(to.started == parts);
+      CHECK(device == host);
+      // Each buffer's chunk is on its way while the host fills the next buffer.
+      CHECK(to.most_in_flight == std::min(buffers, parts));
+      late_device from(buffers, chunk);
+      cuda::staged_to_host(from, buffers, chunk, back.data(), device.data(), bytes);
+      CHECK(from.stream.empty());
+      CHECK(from.started == parts);
+      CHECK(back == host);
+      CHECK(from.most_in_flight == std::min(buffers, parts));
+    }
   }
 }
 

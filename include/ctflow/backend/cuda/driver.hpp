@@ -35,10 +35,19 @@ struct driver_api {
   result (*cuMemGetInfo)(std::size_t* free, std::size_t* total);
   result (*cuMemAlloc)(unsigned long long* p, std::size_t bytes);
   result (*cuMemFree)(unsigned long long p);
-  result (*cuMemcpyHtoD)(unsigned long long dst, const void* src, std::size_t bytes);
-  result (*cuMemcpyDtoH)(void* dst, unsigned long long src, std::size_t bytes);
-  result (*cuMemcpyDtoD)(unsigned long long dst, unsigned long long src, std::size_t bytes);
-  result (*cuMemsetD8)(unsigned long long p, unsigned char value, std::size_t count);
+  result (*cuMemAllocHost)(void** p, std::size_t bytes);  // pinned host memory
+  result (*cuMemFreeHost)(void* p);
+  result (*cuStreamCreate)(void** stream, unsigned flags);
+  result (*cuStreamDestroy)(void* stream);
+  result (*cuStreamSynchronize)(void* stream);
+  result (*cuEventCreate)(void** event, unsigned flags);
+  result (*cuEventRecord)(void* event, void* stream);
+  result (*cuEventSynchronize)(void* event);
+  result (*cuEventDestroy)(void* event);
+  result (*cuMemcpyHtoDAsync)(unsigned long long dst, const void* src, std::size_t bytes, void* stream);
+  result (*cuMemcpyDtoHAsync)(void* dst, unsigned long long src, std::size_t bytes, void* stream);
+  result (*cuMemcpyDtoDAsync)(unsigned long long dst, unsigned long long src, std::size_t bytes, void* stream);
+  result (*cuMemsetD8Async)(unsigned long long p, unsigned char value, std::size_t count, void* stream);
   result (*cuModuleLoadData)(void** module, const void* image);
   result (*cuModuleUnload)(void* module);
   result (*cuModuleGetFunction)(void** function, void* module, const char* name);
@@ -47,6 +56,7 @@ struct driver_api {
                            unsigned block_z, unsigned shared_bytes, void* stream, void** params, void** extra);
   static constexpr int compute_capability_major = 75, compute_capability_minor = 76;  // CUdevice_attribute
   static constexpr int multiprocessor_count = 16;                                     // CUdevice_attribute
+  static constexpr unsigned stream_non_blocking = 1, event_disable_timing = 2;        // CUstream_flags, CUevent_flags
   static constexpr result out_of_memory = 2;                                          // CUDA_ERROR_OUT_OF_MEMORY
   static constexpr result no_device = 100;                                            // CUDA_ERROR_NO_DEVICE
 
@@ -63,37 +73,51 @@ struct driver_api {
   }
 };
 
+/// @brief Every entry point of api from the driver library l (device_error naming one it lacks),
+/// then the driver started (device_error where cuInit fails).
+inline void load_driver(const shared_library& l, driver_api& api) {
+  api.cuGetErrorString = l.function<decltype(api.cuGetErrorString)>("cuGetErrorString");
+  api.cuInit = l.function<decltype(api.cuInit)>("cuInit");
+  api.cuDeviceGetCount = l.function<decltype(api.cuDeviceGetCount)>("cuDeviceGetCount");
+  api.cuDeviceGet = l.function<decltype(api.cuDeviceGet)>("cuDeviceGet");
+  api.cuDeviceGetName = l.function<decltype(api.cuDeviceGetName)>("cuDeviceGetName");
+  api.cuDeviceGetAttribute = l.function<decltype(api.cuDeviceGetAttribute)>("cuDeviceGetAttribute");
+  api.cuDeviceTotalMem = l.function<decltype(api.cuDeviceTotalMem)>("cuDeviceTotalMem_v2");
+  api.cuDevicePrimaryCtxRetain = l.function<decltype(api.cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
+  api.cuDevicePrimaryCtxRelease = l.function<decltype(api.cuDevicePrimaryCtxRelease)>("cuDevicePrimaryCtxRelease_v2");
+  api.cuCtxSetCurrent = l.function<decltype(api.cuCtxSetCurrent)>("cuCtxSetCurrent");
+  api.cuCtxSynchronize = l.function<decltype(api.cuCtxSynchronize)>("cuCtxSynchronize");
+  api.cuMemGetInfo = l.function<decltype(api.cuMemGetInfo)>("cuMemGetInfo_v2");
+  api.cuMemAlloc = l.function<decltype(api.cuMemAlloc)>("cuMemAlloc_v2");
+  api.cuMemFree = l.function<decltype(api.cuMemFree)>("cuMemFree_v2");
+  api.cuMemAllocHost = l.function<decltype(api.cuMemAllocHost)>("cuMemAllocHost_v2");
+  api.cuMemFreeHost = l.function<decltype(api.cuMemFreeHost)>("cuMemFreeHost");
+  api.cuStreamCreate = l.function<decltype(api.cuStreamCreate)>("cuStreamCreate");
+  api.cuStreamDestroy = l.function<decltype(api.cuStreamDestroy)>("cuStreamDestroy_v2");
+  api.cuStreamSynchronize = l.function<decltype(api.cuStreamSynchronize)>("cuStreamSynchronize");
+  api.cuEventCreate = l.function<decltype(api.cuEventCreate)>("cuEventCreate");
+  api.cuEventRecord = l.function<decltype(api.cuEventRecord)>("cuEventRecord");
+  api.cuEventSynchronize = l.function<decltype(api.cuEventSynchronize)>("cuEventSynchronize");
+  api.cuEventDestroy = l.function<decltype(api.cuEventDestroy)>("cuEventDestroy_v2");
+  api.cuMemcpyHtoDAsync = l.function<decltype(api.cuMemcpyHtoDAsync)>("cuMemcpyHtoDAsync_v2");
+  api.cuMemcpyDtoHAsync = l.function<decltype(api.cuMemcpyDtoHAsync)>("cuMemcpyDtoHAsync_v2");
+  api.cuMemcpyDtoDAsync = l.function<decltype(api.cuMemcpyDtoDAsync)>("cuMemcpyDtoDAsync_v2");
+  api.cuMemsetD8Async = l.function<decltype(api.cuMemsetD8Async)>("cuMemsetD8Async");
+  api.cuModuleLoadData = l.function<decltype(api.cuModuleLoadData)>("cuModuleLoadData");
+  api.cuModuleUnload = l.function<decltype(api.cuModuleUnload)>("cuModuleUnload");
+  api.cuModuleGetFunction = l.function<decltype(api.cuModuleGetFunction)>("cuModuleGetFunction");
+  api.cuModuleGetGlobal = l.function<decltype(api.cuModuleGetGlobal)>("cuModuleGetGlobal_v2");
+  api.cuLaunchKernel = l.function<decltype(api.cuLaunchKernel)>("cuLaunchKernel");
+  if (const auto r = api.cuInit(0); r != 0)
+    throw device_error("ctflow::cuda: the CUDA driver (" + l.path() + ") does not start (cuInit: " + api.message(r) +
+                       (r == driver_api::no_device ? "; CUDA_VISIBLE_DEVICES may hide every GPU" : "") + ")");
+}
+
 /// @brief The driver, loaded and initialised on first use (or why it could not be).
 inline const lazy_api<driver_api>& driver_library() {
   static const lazy_api<driver_api> d([](std::optional<shared_library>& library, driver_api& api) {
     library.emplace("the CUDA driver", std::initializer_list<const char*>{"libcuda.so.1"});
-    const shared_library& l = *library;
-    api.cuGetErrorString = l.function<decltype(api.cuGetErrorString)>("cuGetErrorString");
-    api.cuInit = l.function<decltype(api.cuInit)>("cuInit");
-    api.cuDeviceGetCount = l.function<decltype(api.cuDeviceGetCount)>("cuDeviceGetCount");
-    api.cuDeviceGet = l.function<decltype(api.cuDeviceGet)>("cuDeviceGet");
-    api.cuDeviceGetName = l.function<decltype(api.cuDeviceGetName)>("cuDeviceGetName");
-    api.cuDeviceGetAttribute = l.function<decltype(api.cuDeviceGetAttribute)>("cuDeviceGetAttribute");
-    api.cuDeviceTotalMem = l.function<decltype(api.cuDeviceTotalMem)>("cuDeviceTotalMem_v2");
-    api.cuDevicePrimaryCtxRetain = l.function<decltype(api.cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
-    api.cuDevicePrimaryCtxRelease = l.function<decltype(api.cuDevicePrimaryCtxRelease)>("cuDevicePrimaryCtxRelease_v2");
-    api.cuCtxSetCurrent = l.function<decltype(api.cuCtxSetCurrent)>("cuCtxSetCurrent");
-    api.cuCtxSynchronize = l.function<decltype(api.cuCtxSynchronize)>("cuCtxSynchronize");
-    api.cuMemGetInfo = l.function<decltype(api.cuMemGetInfo)>("cuMemGetInfo_v2");
-    api.cuMemAlloc = l.function<decltype(api.cuMemAlloc)>("cuMemAlloc_v2");
-    api.cuMemFree = l.function<decltype(api.cuMemFree)>("cuMemFree_v2");
-    api.cuMemcpyHtoD = l.function<decltype(api.cuMemcpyHtoD)>("cuMemcpyHtoD_v2");
-    api.cuMemcpyDtoH = l.function<decltype(api.cuMemcpyDtoH)>("cuMemcpyDtoH_v2");
-    api.cuMemcpyDtoD = l.function<decltype(api.cuMemcpyDtoD)>("cuMemcpyDtoD_v2");
-    api.cuMemsetD8 = l.function<decltype(api.cuMemsetD8)>("cuMemsetD8_v2");
-    api.cuModuleLoadData = l.function<decltype(api.cuModuleLoadData)>("cuModuleLoadData");
-    api.cuModuleUnload = l.function<decltype(api.cuModuleUnload)>("cuModuleUnload");
-    api.cuModuleGetFunction = l.function<decltype(api.cuModuleGetFunction)>("cuModuleGetFunction");
-    api.cuModuleGetGlobal = l.function<decltype(api.cuModuleGetGlobal)>("cuModuleGetGlobal_v2");
-    api.cuLaunchKernel = l.function<decltype(api.cuLaunchKernel)>("cuLaunchKernel");
-    if (const auto r = api.cuInit(0); r != 0)
-      throw device_error("ctflow::cuda: the CUDA driver (" + l.path() + ") does not start (cuInit: " + api.message(r) +
-                         (r == driver_api::no_device ? "; CUDA_VISIBLE_DEVICES may hide every GPU" : "") + ")");
+    load_driver(*library, api);
   });
   return d;
 }

@@ -2,7 +2,8 @@
 /// @file
 /// @brief What the cuda device runs on: a `runtime` gives device memory, copies and kernel
 /// launches. The default one is the driver's (the first GPU the process sees, in its primary
-/// context; generated kernels compiled by NVRTC for its architecture through the kernel cache);
+/// context; generated kernels compiled by NVRTC for its architecture through the kernel cache;
+/// everything on one stream, copies to and from the host through pinned staging buffers);
 /// where there is no driver or no GPU, using the device is a device_error that says why. A test
 /// installs another (`use_runtime`): an emulation on host memory that runs the same generated
 /// source, compiled by the host's compiler.
@@ -23,13 +24,14 @@
 #include <ctflow/backend/cuda/cublaslt.hpp>
 #include <ctflow/backend/cuda/driver.hpp>
 #include <ctflow/backend/cuda/kernel_cache.hpp>
+#include <ctflow/backend/cuda/staging.hpp>
 
 namespace ctflow::backend::cuda {
 
 enum class copy_kind { host_to_device, device_to_host, device_to_device };
 
-/// @brief A GPU as the device uses it: memory, copies and kernels, each finished on return (one
-/// stream, in order).
+/// @brief A GPU as the device uses it: memory, copies and kernels, each finished on return (the
+/// driver's runs them on one stream, in order).
 class runtime : public memory_source {
  public:
   /// @brief Copies `bytes` from src to dst (host or device memory, as `kind` says).
@@ -59,15 +61,27 @@ class driver_runtime final : public runtime {
     properties_ = gpus[std::size_t(ordinal)];
     d_.check(d_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
     d_.check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
-    current();
-    int sms = 0;
-    d_.check(d_.cuDeviceGetAttribute(&sms, driver_api::multiprocessor_count, device_), "cuDeviceGetAttribute");
-    multiprocessors_ = unsigned(sms);
+    try {
+      current();
+      int sms = 0;
+      d_.check(d_.cuDeviceGetAttribute(&sms, driver_api::multiprocessor_count, device_), "cuDeviceGetAttribute");
+      multiprocessors_ = unsigned(sms);
+      d_.check(d_.cuStreamCreate(&stream_, driver_api::stream_non_blocking), "cuStreamCreate");
+    } catch (...) {
+      d_.cuDevicePrimaryCtxRelease(device_);
+      throw;
+    }
   }
   ~driver_runtime() override {
+    current_unchecked();
     plans_.clear();
     if (lt_handle_) cublaslt().cublasLtDestroy(lt_handle_);
     for (auto& [name, m] : modules_) d_.cuModuleUnload(m.module);
+    for (const staging_buffer& b : staging_) {
+      if (b.done) d_.cuEventDestroy(b.done);
+      if (b.memory) d_.cuMemFreeHost(b.memory);
+    }
+    if (stream_) d_.cuStreamDestroy(stream_);
     d_.cuDevicePrimaryCtxRelease(device_);
   }
 
@@ -92,19 +106,23 @@ class driver_runtime final : public runtime {
     return free;
   }
 
+  /// Copies between the host and the device go through the pinned staging buffers
+  /// (staging.hpp), on the device's stream.
   void copy(void* dst, const void* src, std::size_t bytes, copy_kind kind) override {
     current();
-    const auto to = reinterpret_cast<unsigned long long>(dst), from = reinterpret_cast<unsigned long long>(src);
-    if (kind == copy_kind::host_to_device) d_.check(d_.cuMemcpyHtoD(to, src, bytes), "cuMemcpyHtoD");
-    else if (kind == copy_kind::device_to_host) d_.check(d_.cuMemcpyDtoH(dst, from, bytes), "cuMemcpyDtoH");
-    else d_.check(d_.cuMemcpyDtoD(to, from, bytes), "cuMemcpyDtoD");
-    // A copy within the device returns before it ends: finished on return, as every call here.
-    if (kind == copy_kind::device_to_device) d_.check(d_.cuCtxSynchronize(), "cuMemcpyDtoD");
+    if (kind == copy_kind::device_to_device) {
+      d_.check(d_.cuMemcpyDtoDAsync(address(dst), address(src), bytes, stream_), "cuMemcpyDtoDAsync");
+      return finish("cuMemcpyDtoDAsync");
+    }
+    const std::lock_guard lock(staging_m_);
+    staging s{*this};
+    if (kind == copy_kind::host_to_device) staged_to_device(s, staging_buffers, staging_bytes, dst, src, bytes);
+    else staged_to_host(s, staging_buffers, staging_bytes, dst, src, bytes);
   }
   void zero(void* p, std::size_t bytes) override {
     current();
-    d_.check(d_.cuMemsetD8(reinterpret_cast<unsigned long long>(p), 0, bytes), "cuMemsetD8");
-    d_.check(d_.cuCtxSynchronize(), "cuMemsetD8");
+    d_.check(d_.cuMemsetD8Async(address(p), 0, bytes, stream_), "cuMemsetD8Async");
+    finish("cuMemsetD8Async");
   }
   int launch(const generated_kernel& k, const std::string& entry, const std::vector<unsigned char>& args, unsigned grid, unsigned block) override {
     current();
@@ -112,11 +130,11 @@ class driver_runtime final : public runtime {
     void* function = nullptr;
     d_.check(d_.cuModuleGetFunction(&function, m.module, entry.c_str()), "cuModuleGetFunction");
     int status = 0;
-    d_.check(d_.cuMemcpyHtoD(m.status, &status, sizeof status), "cuMemcpyHtoD");
+    d_.check(d_.cuMemsetD8Async(m.status, 0, sizeof status, stream_), "cuMemsetD8Async");
     void* params[] = {const_cast<unsigned char*>(args.data())};
-    d_.check(d_.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
-    d_.check(d_.cuCtxSynchronize(), "a generated kernel");
-    d_.check(d_.cuMemcpyDtoH(&status, m.status, sizeof status), "cuMemcpyDtoH");
+    d_.check(d_.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel");
+    d_.check(d_.cuMemcpyDtoHAsync(&status, m.status, sizeof status, stream_), "cuMemcpyDtoHAsync");
+    finish("a generated kernel");
     return status;
   }
   unsigned multiprocessors() const override { return multiprocessors_; }
@@ -132,6 +150,56 @@ class driver_runtime final : public runtime {
   };
   // The context is the calling thread's: every call makes it current first.
   void current() const { d_.check(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+  void current_unchecked() const noexcept { d_.cuCtxSetCurrent(context_); }
+  static unsigned long long address(const void* p) { return reinterpret_cast<unsigned long long>(p); }
+  // Waits for everything started on the stream; `what` names it where it failed.
+  void finish(const char* what) const { d_.check(d_.cuStreamSynchronize(stream_), what); }
+
+  // The pinned staging buffers of host copies, made on the first (each with the event of its
+  // last copy), and what staged_to_device/staged_to_host ask of them.
+  static constexpr std::size_t staging_buffers = 2, staging_bytes = std::size_t(4) << 20;
+  struct staging_buffer {
+    void* memory = nullptr;
+    void* done = nullptr;  // an event recorded after its last copy
+    bool busy = false;     // a copy of it was started and not waited for
+  };
+  struct staging {
+    driver_runtime& rt;
+    staging_buffer& at(std::size_t i) {
+      auto& all = rt.staging_;
+      while (all.size() <= i) {
+        staging_buffer b;
+        rt.d_.check(rt.d_.cuMemAllocHost(&b.memory, staging_bytes), "cuMemAllocHost");
+        const auto r = rt.d_.cuEventCreate(&b.done, driver_api::event_disable_timing);
+        if (r != 0) rt.d_.cuMemFreeHost(b.memory);
+        rt.d_.check(r, "cuEventCreate");
+        all.push_back(b);
+      }
+      return all[i];
+    }
+    void* buffer(std::size_t i) { return at(i).memory; }
+    void started(staging_buffer& b, driver_api::result r, const char* what) {
+      rt.d_.check(r, what);
+      rt.d_.check(rt.d_.cuEventRecord(b.done, rt.stream_), "cuEventRecord");
+      b.busy = true;
+    }
+    void to_device(std::size_t i, void* dst, std::size_t bytes) {
+      staging_buffer& b = at(i);
+      started(b, rt.d_.cuMemcpyHtoDAsync(address(dst), b.memory, bytes, rt.stream_), "cuMemcpyHtoDAsync");
+    }
+    void from_device(std::size_t i, const void* src, std::size_t bytes) {
+      staging_buffer& b = at(i);
+      started(b, rt.d_.cuMemcpyDtoHAsync(b.memory, address(src), bytes, rt.stream_), "cuMemcpyDtoHAsync");
+    }
+    void wait(std::size_t i) {
+      staging_buffer& b = at(i);
+      if (!b.busy) return;
+      b.busy = false;
+      rt.d_.check(rt.d_.cuEventSynchronize(b.done), "cuEventSynchronize");
+    }
+  };
+  // A copy that fails part way leaves its buffers busy: the next copy waits for them before it
+  // writes or reads them.
   const loaded& load(const generated_kernel& k) {
     const std::lock_guard lock(m_);
     if (auto it = modules_.find(k.name); it != modules_.end()) return it->second;
@@ -156,8 +224,10 @@ class driver_runtime final : public runtime {
   device_properties properties_;
   int device_ = 0;
   void* context_ = nullptr;
+  void* stream_ = nullptr;  // every copy, kernel and product runs on it, in order
   unsigned multiprocessors_ = 0;
-  std::mutex m_;
+  std::mutex m_, staging_m_;
+  std::vector<staging_buffer> staging_;
   std::map<std::string, loaded> modules_;
 };
 
@@ -283,8 +353,8 @@ inline void driver_runtime::matmul(const matmul_problem& p, const void* a, const
   // cuBLASLt's A is our B, its B our A (see cublaslt.hpp).
   const auto r = lt.cublasLtMatmul(lt_handle_, pl.descriptors->op(), dbl ? static_cast<const void*>(&alpha64) : &alpha32, b, pl.descriptors->a(), a,
                                    pl.descriptors->b(), dbl ? static_cast<const void*>(&beta64) : &beta32, d, pl.descriptors->c(), d,
-                                   pl.descriptors->c(), &pl.algorithm, workspace, pl.workspace, nullptr);
-  const auto done = r == 0 ? d_.cuCtxSynchronize() : 0;
+                                   pl.descriptors->c(), &pl.algorithm, workspace, pl.workspace, stream_);
+  const auto done = r == 0 ? d_.cuStreamSynchronize(stream_) : 0;
   memory.release(workspace);
   lt.check(r, "cublasLtMatmul");
   d_.check(done, "cublasLtMatmul");
