@@ -98,11 +98,16 @@ struct Initializer {
       case kind::orthogonal: orthogonal(out, shape); return;
     }
   }
-  /// @brief A tensor of shape S (and extents d) filled by this initializer.
-  template <class T, class S> Tensor<T, S> operator()(const dims_t<std::size_t(S::rank)>& d = S::extents) const {
-    Tensor<T, S> t(d);
-    fill(t.data(), std::vector<std::size_t>(d.begin(), d.end()));
-    return t;
+  /// @brief A tensor of shape S (and extents d) on device D filled by this initializer (the same
+  /// values on every device: drawn on the host, copied where D's memory is not the host's).
+  template <class T, class S, class D = cpu> Tensor<T, S, D> operator()(const dims_t<std::size_t(S::rank)>& d = S::extents) const {
+    if constexpr (host_device_v<D>) {
+      Tensor<T, S, D> t(d);
+      fill(t.data(), std::vector<std::size_t>(d.begin(), d.end()));
+      return t;
+    } else {
+      return to<D>(operator()<T, S>(d));
+    }
   }
 
  private:

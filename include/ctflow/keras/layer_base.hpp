@@ -75,16 +75,19 @@ template <class V> constexpr std::size_t static_size() {
 }  // namespace detail
 
 /// @brief The base of a custom layer's built form (Keras's keras.layers.Layer subclass): Spec the
-/// layer's spec, T its dtype, In its input's shape. The built form is an aggregate (no
+/// layer's spec, T its dtype, In its input's shape, D its device (its weights' and calls': a
+/// built form `template <class T, ShapeType In, class D> struct built : keras::Layer<Spec, T, In,
+/// D>` with `Variable<T, S, D>` weights runs on any device; one without D, on cpu). The built form is an aggregate (no
 /// constructor) whose fields the compiler finds: `Variable`s are the layer's own weights
 /// (`keras::add_weight` makes them), `keras::sublayer`s its sub-layers, and a field of type Spec
 /// first, when there is one, gets the spec's fields; its `call(x, training)` builds the output as
 /// an expression of x, the weights and the sub-layers' calls. Its output shape, its weights'
 /// list and its parameter count follow, as for the built-in layers.
-template <class Spec, DType T, ShapeType In> struct Layer {
+template <class Spec, DType T, ShapeType In, class D = cpu> struct Layer {
   using spec_type = Spec;
   using value_type = T;
   using input_shape = In;
+  using device_type = D;
   static constexpr const char* class_name = Spec::class_name;
 };
 
@@ -102,7 +105,7 @@ struct add_weight {
   bool trainable = true;
   explicit add_weight(std::string weight_name, initializers::Initializer init = initializers::GlorotUniform(), bool trains = true)
       : name(std::move(weight_name)), initializer(std::move(init)), trainable(trains) {}
-  template <class T, class S, class D> operator Variable<T, S, D>() const { return Variable<T, S, D>(initializer.template operator()<T, S>(), name, trainable); }
+  template <class T, class S, class D> operator Variable<T, S, D>() const { return Variable<T, S, D>(initializer.template operator()<T, S, D>(), name, trainable); }
 };
 
 namespace backend {

@@ -79,7 +79,7 @@ template <class L, class Mode> struct optional_recording<L, Mode, true> {
 /// The gradients of a call's backward pass: one optional tensor per input, then one per weight.
 template <class Inputs, class W> struct gradients_of;
 template <class... In, class... W> struct gradients_of<std::tuple<In...>, std::tuple<W&...>> {
-  using type = std::tuple<maybe<Tensor<value_t<In>, shape_t<In>>>..., maybe<Tensor<value_t<W>, shape_t<W>>>...>;
+  using type = std::tuple<maybe<Tensor<value_t<In>, shape_t<In>, device_t<In>>>..., maybe<Tensor<value_t<W>, shape_t<W>, device_t<W>>>...>;
 };
 
 /// Whether L computes its own backward pass (forward / backward members taking a `call_state`,
@@ -123,10 +123,10 @@ template <class L> constexpr bool activation_from_value() {
 /// A kept tensor given new extents (a new batch size): its old block goes back to the cache
 /// first, so the new one can be taken from it. Its elements are zeros, or with `uninitialized`
 /// left for the caller to write.
-template <class T, class S, class... Init> void resize(Tensor<T, S>& t, const dims_t<std::size_t(S::rank)>& d, Init... init) {
+template <class T, class S, class D, class... Init> void resize(Tensor<T, S, D>& t, const dims_t<std::size_t(S::rank)>& d, Init... init) {
   if (t.dims() == d) return;
-  t = Tensor<T, S>();
-  t = Tensor<T, S>(d, init...);
+  t = Tensor<T, S, D>();
+  t = Tensor<T, S, D>(d, init...);
 }
 
 /// Keras's masks (one bool per step of a sequence: the output's extents without its last axis).
@@ -158,10 +158,10 @@ template <class L> constexpr bool selects_maximum() {
   else return false;
 }
 /// The mask a call of L keeps (when L makes one, or joins its inputs': one bool per step).
-template <class L> struct mask_of { using type = std::conditional_t<merges_masks<L>(), Tensor<bool, Shape<dyn>>, no_record>; };
+template <class L> struct mask_of { using type = std::conditional_t<merges_masks<L>(), Tensor<bool, Shape<dyn>, layer_device_t<L>>, no_record>; };
 template <class L> requires produces_mask<L> struct mask_of<L> {
   using expr = decltype(std::declval<const L&>().compute_mask(std::declval<const std::tuple_element_t<0, input_views<L>>&>()));
-  using type = Tensor<bool, shape_t<expr>>;
+  using type = Tensor<bool, shape_t<expr>, layer_device_t<L>>;
 };
 
 }  // namespace detail
@@ -174,8 +174,9 @@ template <class L> requires produces_mask<L> struct mask_of<L> {
 template <class L> class layer_call {
  public:
   using value_type = typename L::value_type;
+  using device_type = detail::layer_device_t<L>;
   using output_shape = detail::output_shape_t<L>;
-  using output_view = TensorView<const value_type, output_shape>;
+  using output_view = TensorView<const value_type, output_shape, device_type>;
   /// @brief The views of its inputs (one for most layers).
   using inputs = detail::input_views<L>;
   static constexpr std::size_t arity = std::tuple_size_v<inputs>;
@@ -254,7 +255,7 @@ template <class L> class layer_call {
   /// a static shape (a model with a static batch) keeps its memory: a tensor of that shape has
   /// its extents' elements, so an empty one would be a new, zero-filled block.
   void release_output() {
-    if constexpr (!output_shape::is_static) out_ = Tensor<value_type, output_shape>();
+    if constexpr (!output_shape::is_static) out_ = Tensor<value_type, output_shape, device_type>();
   }
   /// @brief The mask of the last output (one bool per step: the output's extents without its last
   /// axis), or null when it has none.
@@ -285,7 +286,7 @@ template <class L> class layer_call {
     if constexpr (detail::views_input<L>) {
       const auto& x = std::get<0>(*xs_);
       auto& dx = std::get<0>(grads);
-      if (want_input[0]) dx.emplace(TensorView<const value_type, shape_t<decltype(x)>>(dy.data(), x.dims()));
+      if (want_input[0]) dx.emplace(TensorView<const value_type, shape_t<decltype(x)>, device_type>(dy.data(), x.dims()));
       else dx.reset();
     } else if constexpr (detail::differentiates_itself<L>) {
       layer.backward(dy, grads, targets, state_);
@@ -335,7 +336,7 @@ template <class L> class layer_call {
   }
 
   maybe<inputs> xs_;  // the expressions recorded refer to these views
-  Tensor<value_type, output_shape> out_;
+  Tensor<value_type, output_shape, device_type> out_;
   maybe<output_view> view_;  // the output of a layer that views its input
   typename detail::optional_recording<L, training_t, !detail::differentiates_itself<L>>::type record_;
   typename detail::optional_recording<L, inference_t, detail::records_inference<L>()>::type inference_record_;

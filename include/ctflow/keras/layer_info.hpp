@@ -134,6 +134,18 @@ template <class T, class F> void each_weight(const std::vector<layer_info<T>>& l
   }
 }
 
+/// Gives the layers `to` (a model's copy on another device, of the same layers) the names,
+/// trainable flags and random layers' states of `from`, a nested model's and a custom layer's
+/// layers included.
+template <class T> void copy_layer_states(const std::vector<layer_info<T>>& from, const std::vector<layer_info<T>>& to) {
+  for (std::size_t i = 0; i < from.size() && i < to.size(); ++i) {
+    *to[i].name = *from[i].name;
+    *to[i].trainable = *from[i].trainable;
+    if (from[i].random_state && to[i].random_state) *to[i].random_state = *from[i].random_state;
+    copy_layer_states(from[i].children, to[i].children);
+  }
+}
+
 template <class T, class V> void track_layers(const std::vector<layer_info<T>>& layers, V& v);
 
 /// A layer as train::Checkpoint walks it: its weights by their names, then its children (a nested

@@ -61,22 +61,25 @@ void check_model_input(const char* cls, const std::string& model, const std::str
 }  // namespace detail
 
 /// @brief The methods every model shares. Derived (the model, a CRTP argument) gives `layers()`
-/// (its layer_info list), `name` and `trainable`; T is its weights' dtype. They read the model's
-/// table of variables (keras::detail::weight_table), built on first use.
-template <class Derived, class T> class model_base {
+/// (its layer_info list), `name` and `trainable`; T is its weights' dtype, Device their device. They
+/// read the model's table of variables (keras::detail::weight_table), built on first use.
+template <class Derived, class T, class Device = cpu> class model_base {
+  static_assert(host_device_v<Device>, "ctflow::keras: a model's device is one whose memory the host reads (cpu, reference): its weight "
+                                       "files, get_weights and summaries read its weights there");
+
  public:
   /// @brief Keras's trainable_variables: the weights that train (the model, their layers and the
   /// weight itself trainable), in Keras's order; a view of the model's table.
-  variable_list<T> trainable_variables() { return table().select(self().trainable, true); }
+  variable_list<T, Device> trainable_variables() { return table().select(self().trainable, true); }
   /// @brief Keras's non_trainable_variables: the others (moving statistics, frozen layers).
-  variable_list<T> non_trainable_variables() { return table().select(self().trainable, false); }
+  variable_list<T, Device> non_trainable_variables() { return table().select(self().trainable, false); }
   /// @brief Every variable (Keras's model.weights), trainable or not, in Keras's order.
-  std::span<variable_ref<T>> weights() { return table().all(); }
+  std::span<variable_ref<T, Device>> weights() { return table().all(); }
 
   /// @brief The gradients of the last backward pass, in trainable_variables()'s order (zeros for
   /// a weight the output did not reach): flat views of the memory the pass left them in, valid
   /// until the next backward pass.
-  std::span<const TensorView<const T, Shape<dyn>>> gradients() { return table().gradients(self().trainable); }
+  std::span<const TensorView<const T, Shape<dyn>, Device>> gradients() { return table().gradients(self().trainable); }
 
   /// @brief Keras's get_weights: every weight's value, in weights()'s order.
   std::vector<weight_value<T>> get_weights() {
@@ -262,11 +265,11 @@ template <class Derived, class T> class model_base {
   }
   std::shared_ptr<detail::compiled_base> compiled_;
 
-  detail::weight_table<T>& table() {
+  detail::weight_table<T, Device>& table() {
     if (!table_.built()) table_.build(self().layers());
     return table_;
   }
-  detail::weight_table<T> table_;
+  detail::weight_table<T, Device> table_;
 };
 
 namespace detail {

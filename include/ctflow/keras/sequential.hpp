@@ -27,19 +27,19 @@ namespace ctflow::keras {
 
 namespace detail {
 
-/// The built layers of a chain of specs from input shape S made by From (the Input, then the
-/// layer before): built<T, S>, then each on the last's output. A layer that cannot take its
-/// input is one error naming it, the layer before and the shape.
-template <class T, class S, class From, class... Specs> struct chain { using type = std::tuple<>; };
-template <class T, class S, class From, class Spec, class... Rest> struct chain<T, S, From, Spec, Rest...> {
+/// The built layers of a chain of specs on device D from input shape S made by From (the Input,
+/// then the layer before): built<T, S, D>, then each on the last's output. A layer that cannot
+/// take its input is one error naming it, the layer before and the shape.
+template <class T, class S, class D, class From, class... Specs> struct chain { using type = std::tuple<>; };
+template <class T, class S, class D, class From, class Spec, class... Rest> struct chain<T, S, D, From, Spec, Rest...> {
   input_check<Spec, S, From> checked;
-  using layer = typename Spec::template built<T, fitting_input_t<Spec, S>>;
+  using layer = built_on_t<Spec, T, fitting_input_t<Spec, S>, D>;
   using type = decltype(std::tuple_cat(std::declval<std::tuple<layer>>(),
-                                       std::declval<typename chain<typename layer::value_type, output_shape_t<layer>, Spec, Rest...>::type>()));
+                                       std::declval<typename chain<typename layer::value_type, output_shape_t<layer>, D, Spec, Rest...>::type>()));
 };
 /// The dtype of the last layer's output (the input's when there is none).
 template <class InputSpec, class... Specs> struct chain_value {
-  using layers = typename chain<typename InputSpec::value_type, typename InputSpec::shape_type, InputSpec, Specs...>::type;
+  using layers = typename chain<typename InputSpec::value_type, typename InputSpec::shape_type, typename InputSpec::device_type, InputSpec, Specs...>::type;
   using type = typename std::conditional_t<(sizeof...(Specs) > 0), std::tuple_element<sizeof...(Specs) - (sizeof...(Specs) > 0), layers>,
                                            std::type_identity<InputSpec>>::type::value_type;
 };
@@ -50,19 +50,21 @@ template <class... L> struct instances<std::tuple<L...>> { using type = std::tup
 
 /// @brief keras.Sequential(layers) over inputs described by InputSpec (a keras::Input).
 template <class InputSpec, class... Specs>
-class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename detail::chain_value<InputSpec, Specs...>::type> {
+class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename detail::chain_value<InputSpec, Specs...>::type, typename InputSpec::device_type> {
  public:
   using input_value_type = typename InputSpec::value_type;
   using input_shape = typename InputSpec::shape_type;
+  /// @brief The device of its weights, calls and backward passes (its Input's).
+  using device_type = typename InputSpec::device_type;
   /// @brief The built layers, in order (layer_instance<L> holds each).
-  using layers_type = typename detail::chain<input_value_type, input_shape, InputSpec, Specs...>::type;
+  using layers_type = typename detail::chain<input_value_type, input_shape, device_type, InputSpec, Specs...>::type;
   static constexpr std::size_t size = sizeof...(Specs);
   static_assert(size > 0, "ctflow::keras::Sequential: give at least one layer after the Input");
   /// @brief The dtype of the output and of the weights.
   using value_type = typename std::tuple_element_t<size - 1, layers_type>::value_type;
   using output_shape = detail::output_shape_t<std::tuple_element_t<size - 1, layers_type>>;
-  using input_view = TensorView<const input_value_type, input_shape>;
-  using output_view = TensorView<const value_type, output_shape>;
+  using input_view = TensorView<const input_value_type, input_shape, device_type>;
+  using output_view = TensorView<const value_type, output_shape, device_type>;
   /// @brief What a call takes and gives (as a functional Model names them).
   using input_type = input_view;
   using output_type = output_view;
@@ -81,7 +83,9 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
 
  private:
   explicit Sequential(std::tuple<InputSpec, Specs...>&& specs)
-      : input_spec_(std::move(std::get<0>(specs))), layers_(std::apply([](const auto&, const auto&... s) { return typename detail::instances<layers_type>::type(s...); }, specs)) {
+      : input_spec_(std::move(std::get<0>(specs))),
+        specs_(std::apply([](const auto&, const auto&... s) { return std::tuple<Specs...>(s...); }, specs)),
+        layers_(std::apply([](const auto&, const auto&... s) { return typename detail::instances<layers_type>::type(s...); }, specs)) {
     std::apply([](auto&... l) { (l.name_if_unnamed(), ...); }, layers_);
     name = detail::auto_name("sequential");
     // Keras's Sequential with an Input also uses up a functional model's and an input layer's name.
@@ -114,7 +118,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// naming the model and its input.
   template <Expression X> requires(!std::is_same_v<std::remove_cvref_t<X>, input_view>)
   output_view operator()(const X& x, bool training = false) {
-    constexpr bool fits = detail::takes_model_input<input_value_type, input_shape, cpu, X>;
+    constexpr bool fits = detail::takes_model_input<input_value_type, input_shape, device_type, X>;
     CTFLOW_STATIC_CHECK(fits, (detail::model_input_message<Sequential, input_value_type, input_shape, X>()));
     if constexpr (!fits) {
       return std::get<size - 1>(layers_).output();
@@ -129,7 +133,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// @brief The backward pass of the last training call: from dy, the adjoint of the output, every
   /// trainable weight's gradient (trainable_variables() and gradients() give them in order);
   /// returns the adjoint of the input when asked.
-  std::optional<Tensor<input_value_type, input_shape>> backward(const output_view& dy, bool input_gradient = false) {
+  std::optional<Tensor<input_value_type, input_shape, device_type>> backward(const output_view& dy, bool input_gradient = false) {
     return back<size - 1>(dy, input_gradient);
   }
 
@@ -142,6 +146,20 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
 
   /// @brief Keras's model.summary(): its table of layers, output shapes and parameters, and totals.
   void summary(const summary_options& options = {}) { detail::summarize(name, layers(), trainable, {}, false, options); }
+
+  /// @brief This model on device To (keras::to<To>(model)): the same layers built from the same
+  /// specs there, with this model's names, trainable flags, weights and random layers' states.
+  template <class To> auto on_device() {
+    using M = Sequential<detail::input_on_t<InputSpec, To>, Specs...>;
+    detail::input_on_t<InputSpec, To> input;
+    input.name = input_spec_.name;
+    auto out = std::apply([&](const auto&... s) { return std::make_unique<M>(input, s...); }, specs_);
+    out->name = name;
+    out->trainable = trainable;
+    detail::copy_layer_states(layers(), out->layers());
+    out->set_weights(this->get_weights());
+    return out;
+  }
 
   /// @brief For model.save: the model's input as a .keras archive's config names it.
   void describe_inputs(detail::saved_model& m) const {
@@ -164,7 +182,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// `pooled`: the adjoint is a max pooling's gradient, which spread pooled, the adjoint of layer
   /// I's activation's operand over the pooled extents (see below): layer I's backward pass starts
   /// below its activation, and frees pooled when done.
-  template <std::size_t I, class Dy, class P = std::nullptr_t> std::optional<Tensor<input_value_type, input_shape>> back(Dy&& adjoint, bool input_gradient, P pooled = nullptr) {
+  template <std::size_t I, class Dy, class P = std::nullptr_t> std::optional<Tensor<input_value_type, input_shape, device_type>> back(Dy&& adjoint, bool input_gradient, P pooled = nullptr) {
     auto& layer = std::get<I>(layers_);
     using L = std::remove_cvref_t<decltype(layer)>;
     constexpr bool owned = !std::remove_cvref_t<Dy>::is_view;
@@ -172,7 +190,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
     auto run = [&](bool want_input, bool keep = false) {
       const auto below = [&] {
         if constexpr (std::is_null_pointer_v<P>) return nullptr;
-        else return TensorView<const typename P::value_type, typename P::shape_type>(pooled);
+        else return TensorView<const typename P::value_type, typename P::shape_type, device_type>(pooled);
       }();
       if constexpr (owned) {
         auto dx = layer.backward(typename L::output_view(adjoint.data(), adjoint.dims()), want_input, !trainable, !keep, below);
@@ -198,7 +216,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
       using B = std::remove_cvref_t<decltype(before)>;
       return back<I - 1>(std::move(adjoint).template reshaped<typename B::output_shape>(before.output().dims()), input_gradient);
     } else if constexpr (folds_activation<I>() && !owned) {
-      return back<I>(Tensor<typename L::value_type, typename L::output_shape>(adjoint), input_gradient);  // the fold below writes into the adjoint
+      return back<I>(Tensor<typename L::value_type, typename L::output_shape, device_type>(adjoint), input_gradient);  // the fold below writes into the adjoint
     } else {
       if constexpr (folds_activation<I>()) {
         // Layer I is a max pooling after an activation whose adjoint reads only its value (relu):
@@ -212,7 +230,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
         // backward pass.
         typename L::output_view dy(adjoint.data(), adjoint.dims());
         auto& before = std::get<I - 1>(layers_);
-        TensorView<typename L::value_type, typename L::output_shape>(adjoint.data(), adjoint.dims()) = before.activation_adjoint(dy, layer.output());
+        TensorView<typename L::value_type, typename L::output_shape, device_type>(adjoint.data(), adjoint.dims()) = before.activation_adjoint(dy, layer.output());
         before.release_output();
       }
       auto dx = run(true, folds_activation<I>());
@@ -236,9 +254,15 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   }
 
   InputSpec input_spec_;
-  Tensor<input_value_type, input_shape> input_tensor_;
+  std::tuple<Specs...> specs_;  // what to<Device> builds the model from again
+  Tensor<input_value_type, input_shape, device_type> input_tensor_;
   using instances_type = typename detail::instances<layers_type>::type;
   instances_type layers_;
 };
+
+/// @brief keras::to<Device>(model): a copy of the model on another device (its weights, names,
+/// flags and random layers' states), as a new model; `to<reference>(model)` with ctflow's names
+/// in scope.
+template <class To, class InputSpec, class... Specs> auto to(Sequential<InputSpec, Specs...>& model) { return model.template on_device<To>(); }
 
 }  // namespace ctflow::keras

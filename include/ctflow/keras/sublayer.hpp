@@ -25,8 +25,8 @@ namespace detail {
 template <class L> struct sublayer_slot {
   using input_view = std::tuple_element_t<0, input_views<L>>;
   layer_call<L> call;
-  Tensor<value_t<input_view>, shape_t<input_view>> x;
-  Tensor<typename L::value_type, output_shape_t<L>> dy;
+  Tensor<value_t<input_view>, shape_t<input_view>, layer_device_t<L>> x;
+  Tensor<typename L::value_type, output_shape_t<L>, layer_device_t<L>> dy;
   bool trainable = true, training = false, inference_mode = false, backward_done = false;
 };
 
@@ -86,7 +86,7 @@ template <class L, std::size_t R> auto output_dims(const L& l, const dims_t<R>& 
 }  // namespace detail
 
 /// @brief A sub-layer of a custom layer (a field: Keras's `self.dense = Dense(64)` in
-/// `__init__`): Spec built for inputs of dtype T and shape In, with its name (Keras's automatic
+/// `__init__`): Spec built for inputs of dtype T and shape In on device D, with its name (Keras's automatic
 /// one when the spec has none) and trainable flag. `sub(x, training)` calls it, in training mode
 /// for `keras::training_t` and in inference mode for `keras::inference_t` (Keras's
 /// `self.bn(x, training=False)` inside a training call: still recorded, so the adjoint reaches x).
@@ -96,10 +96,11 @@ template <class L, std::size_t R> auto output_dims(const L& l, const dims_t<R>& 
 /// training), and the custom layer's backward pass sends the adjoint of the call's output
 /// through it. So the compiler sees each layer's expression once, however deep the nesting,
 /// and a sub-layer called twice is one layer with two calls (its weights' gradients summed).
-template <class Spec, DType T, ShapeType In> struct sublayer {
+template <class Spec, DType T, ShapeType In, class D = cpu> struct sublayer {
   using spec_type = Spec;
-  using layer_type = typename Spec::template built<T, In>;
+  using layer_type = detail::built_on_t<Spec, T, In, D>;
   using value_type = typename layer_type::value_type;
+  using device_type = D;
   using output_shape = detail::output_shape_t<layer_type>;
   using input_view = std::tuple_element_t<0, detail::input_views<layer_type>>;
   std::string name;
@@ -188,13 +189,13 @@ template <class Spec, DType T, ShapeType In> struct sublayer {
     backward_call(s);
   }
   void backward_call(slot_type& s) const {
-    s.call.backward(const_cast<layer_type&>(layer), s.trainable, TensorView<const value_type, output_shape>(s.dy.data(), s.dy.dims()), {true}, name);
+    s.call.backward(const_cast<layer_type&>(layer), s.trainable, typename layer_call<layer_type>::output_view(s.dy.data(), s.dy.dims()), {true}, name);
     s.backward_done = true;
   }
   mutable detail::sublayer_state state_;
 };
 /// @brief The sub-layer of Spec that takes Prev's output (a sublayer or a built layer).
-template <class Prev, class Spec> using sublayer_after = sublayer<Spec, typename Prev::value_type, typename Prev::output_shape>;
+template <class Prev, class Spec> using sublayer_after = sublayer<Spec, typename Prev::value_type, typename Prev::output_shape, detail::layer_device_t<Prev>>;
 
 namespace detail {
 /// The place of an optional sub-layer that a custom layer's form does not have

@@ -27,12 +27,28 @@ template <class F> concept sublayer_field = requires(F& f) {
   f.layer;
   f.name;
 };
+/// The device built layer L runs on: its device_type (cpu where it names none).
+template <class L> struct layer_device { using type = cpu; };
+template <class L> requires requires { typename L::device_type; } struct layer_device<L> { using type = typename L::device_type; };
+template <class L> using layer_device_t = typename layer_device<std::remove_const_t<L>>::type;
+/// Spec built for inputs of dtype T and shape In on device D: its `built<T, In, D>`; a spec whose
+/// built form takes no device (a custom layer written without one) is built for cpu alone.
+template <class Spec, class T, class In, class D> struct built_on {
+  static_assert(std::is_same_v<D, cpu>, "ctflow::keras: this layer's built form takes no device (template <class T, ShapeType In, class D> struct built, "
+                                        "its weights Variable<T, S, D>), so it runs on cpu alone");
+  using type = typename Spec::template built<T, In>;
+};
+template <class Spec, class T, class In, class D> requires requires { typename Spec::template built<T, In, D>; }
+struct built_on<Spec, T, In, D> {
+  using type = typename Spec::template built<T, In, D>;
+};
+template <class Spec, class T, class In, class D> using built_on_t = typename built_on<Spec, T, In, D>::type;
 /// A built layer that lists its weights itself (the built-in layers).
 template <class L> concept lists_weights = requires(L& l) { l.weights(); };
 /// A custom layer's built form: an aggregate over keras::Layer.
 template <class L> concept custom_layer = !lists_weights<L> && std::is_aggregate_v<L> && requires {
   typename L::spec_type;
-  requires std::is_base_of_v<Layer<typename L::spec_type, typename L::value_type, typename L::input_shape>, L>;
+  requires std::is_base_of_v<Layer<typename L::spec_type, typename L::value_type, typename L::input_shape, layer_device_t<L>>, L>;
 };
 
 /// The fields of custom layer l (its base takes an initializer but has none).
@@ -62,7 +78,7 @@ template <class... F> struct field_weights<std::tuple<F&...>> {
 template <class L> struct weight_list { using type = decltype(std::declval<std::remove_const_t<L>&>().weights()); };
 template <class L> requires(!lists_weights<std::remove_const_t<L>>) struct weight_list<L> {
   static_assert(custom_layer<std::remove_const_t<L>>,
-                "ctflow::keras: a layer lists its weights (weights()) or is a custom layer: an aggregate over keras::Layer<Spec, T, In>");
+                "ctflow::keras: a layer lists its weights (weights()) or is a custom layer: an aggregate over keras::Layer<Spec, T, In[, D]>");
   using type = typename field_weights<decltype(custom_fields(std::declval<L&>()))>::type;
 };
 
@@ -198,7 +214,7 @@ template <class L> requires requires { typename L::input_value_type; } struct in
 /// (the merge layers: Add, Concatenate, Multiply).
 template <class L, class Shapes> struct views_of;
 template <class L, class... S> struct views_of<L, std::tuple<S...>> {
-  using type = std::tuple<TensorView<const typename input_value<L>::type, S>...>;
+  using type = std::tuple<TensorView<const typename input_value<L>::type, S, layer_device_t<L>>...>;
 };
 template <class L> struct input_shapes_of { using type = std::tuple<typename L::input_shape>; };
 template <class L> requires requires { typename L::input_shapes; } struct input_shapes_of<L> { using type = typename L::input_shapes; };

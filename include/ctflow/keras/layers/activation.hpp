@@ -19,11 +19,12 @@ namespace ctflow::keras::layers {
 namespace detail {
 /// A layer without weights that keeps its input's shape: F(x) in both modes.
 template <const char* Name, class F> struct elementwise_layer {
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static constexpr const char* class_name = Name;
     using spec = F;  // what it applies
     static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = In;
     F f;
@@ -49,7 +50,7 @@ template <auto A> struct Activation {
     explicit apply(const Activation&) {}
     template <class X> auto operator()(const X& x) const { return A(x); }
   };
-  template <class T, ShapeType In> using built = typename detail::elementwise_layer<detail::activation_name, apply>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::elementwise_layer<detail::activation_name, apply>::template built<T, In, D>;
 };
 
 /// @brief keras.layers.ReLU(max_value=None, negative_slope=0, threshold=0): x from the threshold
@@ -73,7 +74,7 @@ struct ReLU {
       return where(x >= T(threshold), minimum(x, T(max_value)), (x - T(threshold)) * T(negative_slope));
     }
   };
-  template <class T, ShapeType In> using built = typename detail::elementwise_layer<detail::relu_name, apply>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::elementwise_layer<detail::relu_name, apply>::template built<T, In, D>;
 };
 
 /// @brief keras.layers.LeakyReLU(negative_slope=0.3).
@@ -87,7 +88,7 @@ struct LeakyReLU {
     explicit apply(const LeakyReLU& c) : negative_slope(c.negative_slope) {}
     template <class X> auto operator()(const X& x) const { return leaky_relu(x, negative_slope); }
   };
-  template <class T, ShapeType In> using built = typename detail::elementwise_layer<detail::leaky_relu_name, apply>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::elementwise_layer<detail::leaky_relu_name, apply>::template built<T, In, D>;
 };
 
 /// @brief keras.layers.Softmax(axis=-1).
@@ -100,7 +101,7 @@ template <int Axis = -1> struct Softmax {
     explicit apply(const Softmax&) {}
     template <class X> auto operator()(const X& x) const { return nn::softmax<Axis>(x); }
   };
-  template <class T, ShapeType In> using built = typename detail::elementwise_layer<detail::softmax_name, apply>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::elementwise_layer<detail::softmax_name, apply>::template built<T, In, D>;
 };
 
 }  // namespace ctflow::keras::layers

@@ -19,8 +19,8 @@ template <auto PoolSize, auto... Options> struct AveragePooling2D {
   CTFLOW_KERAS_LAYER_SPEC("AveragePooling2D");
   /// @brief Keras's get_config: pool_size, padding, strides and data_format.
   void get_config(config_dict& c) const { detail::pooling2d<false, PoolSize, detail::average_pooling2d_name, Options...>::get_config(c); }
-  template <class T, ShapeType In> using built =
-      typename detail::pooling2d<false, PoolSize, detail::average_pooling2d_name, Options...>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built =
+      typename detail::pooling2d<false, PoolSize, detail::average_pooling2d_name, Options...>::template built<T, In, D>;
 };
 
 }  // namespace ctflow::keras::layers

@@ -39,7 +39,7 @@ struct BatchNormalization {
     c.set("synchronized", false).set("renorm", false).set("renorm_clipping", nullptr).set("renorm_momentum", 0.99);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank >= 2, "ctflow::keras::BatchNormalization: its input must be [batch, ..., channels]");
     static constexpr std::size_t channels = In::extents[std::size_t(In::rank - 1)];
     static_assert(channels != dyn, "ctflow::keras::BatchNormalization: the input's last axis must have a static extent");
@@ -47,13 +47,14 @@ struct BatchNormalization {
     /// Frozen, it runs with the moving statistics even in training (Keras's rule).
     static constexpr bool inference_when_frozen = true;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = In;
     using vector = Shape<channels>;
 
     double momentum, epsilon;
     regularizers::Regularizer gamma_regularizer, beta_regularizer;
-    Variable<T, vector> gamma, beta, moving_mean, moving_variance;
+    Variable<T, vector, D> gamma, beta, moving_mean, moving_variance;
     bool trainable = true;
 
     explicit built(const BatchNormalization& c)
@@ -61,10 +62,10 @@ struct BatchNormalization {
           epsilon(c.epsilon),
           gamma_regularizer(c.gamma_regularizer),
           beta_regularizer(c.beta_regularizer),
-          gamma(c.gamma_initializer.template operator()<T, vector>(), "gamma"),
-          beta(c.beta_initializer.template operator()<T, vector>(), "beta"),
-          moving_mean(c.moving_mean_initializer.template operator()<T, vector>(), "moving_mean", false),
-          moving_variance(c.moving_variance_initializer.template operator()<T, vector>(), "moving_variance", false) {}
+          gamma(c.gamma_initializer.template operator()<T, vector, D>(), "gamma"),
+          beta(c.beta_initializer.template operator()<T, vector, D>(), "beta"),
+          moving_mean(c.moving_mean_initializer.template operator()<T, vector, D>(), "moving_mean", false),
+          moving_variance(c.moving_variance_initializer.template operator()<T, vector, D>(), "moving_variance", false) {}
     auto weights() { return std::tie(gamma, beta, moving_mean, moving_variance); }
     auto weight_regularizers() const {
       static const regularizers::Regularizer none{};

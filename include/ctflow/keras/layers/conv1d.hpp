@@ -38,7 +38,7 @@ template <std::size_t Filters, std::size_t Kernel, auto... Options> struct Conv1
   /// groups, activation, use_bias, the initializers, regularizers and constraints.
   void get_config(config_dict& c) const { detail::conv_config<1, padding, false>(c, *this, Filters, {Kernel, 1}, {stride, 1}, {dilation, 1}); }
 
-  template <class T, ShapeType In> struct built : detail::kernel_and_bias<Conv1D, T, Shape<Kernel, In::extents[2], Filters>, Filters> {
+  template <class T, ShapeType In, class D = cpu> struct built : detail::kernel_and_bias<Conv1D, T, Shape<Kernel, In::extents[2], Filters>, Filters, D> {
     static_assert(In::rank == 3, "ctflow::keras::Conv1D: its input must be [batch, steps, channels]");
     static constexpr std::size_t channels = In::extents[2];
     static_assert(channels != dyn, "ctflow::keras::Conv1D: the input's channels must have a static extent");

@@ -52,7 +52,7 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct Conv2D {
   /// groups, activation, use_bias, the initializers, regularizers and constraints.
   void get_config(config_dict& c) const { detail::conv_config<2, padding, false>(c, *this, Filters, kernel_size, stride, dilation); }
 
-  template <class T, ShapeType In> struct built : detail::kernel_and_bias<Conv2D, T, Shape<kernel_size.h, kernel_size.w, In::extents[3], Filters>, Filters> {
+  template <class T, ShapeType In, class D = cpu> struct built : detail::kernel_and_bias<Conv2D, T, Shape<kernel_size.h, kernel_size.w, In::extents[3], Filters>, Filters, D> {
     static_assert(In::rank == 4, "ctflow::keras::Conv2D: its input must be [batch, height, width, channels]");
     static constexpr std::size_t channels = In::extents[3];
     static_assert(channels != dyn, "ctflow::keras::Conv2D: the input's channels must have a static extent");

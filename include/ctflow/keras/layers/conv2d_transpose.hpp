@@ -40,8 +40,8 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct Conv2DTransp
   /// data_format, dilation_rate, activation, use_bias, the initializers, regularizers and constraints.
   void get_config(config_dict& c) const { detail::conv_config<2, padding, true>(c, *this, Filters, kernel_size, stride, dilation); }
 
-  template <class T, ShapeType In>
-  struct built : detail::kernel_and_bias<Conv2DTranspose, T, Shape<kernel_size.h, kernel_size.w, Filters, In::extents[3]>, Filters> {
+  template <class T, ShapeType In, class D = cpu>
+  struct built : detail::kernel_and_bias<Conv2DTranspose, T, Shape<kernel_size.h, kernel_size.w, Filters, In::extents[3]>, Filters, D> {
     static_assert(In::rank == 4, "ctflow::keras::Conv2DTranspose: its input must be [batch, height, width, channels]");
     static constexpr std::size_t channels = In::extents[3];
     static_assert(channels != dyn, "ctflow::keras::Conv2DTranspose: the input's channels must have a static extent");

@@ -37,7 +37,7 @@ template <std::size_t Units, auto... Options> struct Dense {
     c.set("quantization_config", nullptr);
   }
 
-  template <class T, ShapeType In> struct built : detail::kernel_and_bias<Dense, T, Shape<(In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0), Units>, Units> {
+  template <class T, ShapeType In, class D = cpu> struct built : detail::kernel_and_bias<Dense, T, Shape<(In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0), Units>, Units, D> {
     static constexpr std::size_t features = In::rank >= 2 ? In::extents[std::size_t(In::rank - 1)] : 0;
     static_assert(In::rank >= 2, "ctflow::keras::Dense: its input must be [batch, ..., features]");
     static_assert(features != dyn, "ctflow::keras::Dense: the input's last axis (its features) must have a static extent");

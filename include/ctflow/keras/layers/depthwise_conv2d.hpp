@@ -62,7 +62,7 @@ template <auto Kernel, auto... Options> struct DepthwiseConv2D : detail::depthwi
     c.set("depthwise_constraint", nullptr).set("bias_constraint", nullptr);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 4, "ctflow::keras::DepthwiseConv2D: its input must be [batch, height, width, channels]");
     static constexpr std::size_t channels = In::extents[3];
     static_assert(channels != dyn, "ctflow::keras::DepthwiseConv2D: the input's channels must have a static extent");
@@ -70,17 +70,18 @@ template <auto Kernel, auto... Options> struct DepthwiseConv2D : detail::depthwi
     static constexpr const char* class_name = "DepthwiseConv2D";
     using spec = DepthwiseConv2D;  // its window, strides, padding, activation and bias
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(detail::out_h<In, kernel_size, opt::stride, opt::dilation, opt::padding>()),
                                extent_t(detail::out_w<In, kernel_size, opt::stride, opt::dilation, opt::padding>()), outputs>;
     using kernel_shape = Shape<kernel_size.h, kernel_size.w, channels, opt::multiplier>;
     regularizers::Regularizer kernel_regularizer, bias_regularizer;
-    Variable<T, kernel_shape> kernel;
-    std::conditional_t<opt::has_bias, Variable<T, Shape<outputs>>, std::monostate> bias;
+    Variable<T, kernel_shape, D> kernel;
+    std::conditional_t<opt::has_bias, Variable<T, Shape<outputs>, D>, std::monostate> bias;
     explicit built(const DepthwiseConv2D& c)
         : kernel_regularizer(c.depthwise_regularizer), bias_regularizer(c.bias_regularizer),
-          kernel(c.depthwise_initializer.template operator()<T, kernel_shape>(), "kernel") {
-      if constexpr (opt::has_bias) bias = Variable<T, Shape<outputs>>(c.bias_initializer.template operator()<T, Shape<outputs>>(), "bias");
+          kernel(c.depthwise_initializer.template operator()<T, kernel_shape, D>(), "kernel") {
+      if constexpr (opt::has_bias) bias = Variable<T, Shape<outputs>, D>(c.bias_initializer.template operator()<T, Shape<outputs>, D>(), "bias");
     }
     auto weights() {
       if constexpr (opt::has_bias) return std::tie(kernel, bias);
@@ -119,26 +120,27 @@ template <std::size_t Filters, auto Kernel, auto... Options> struct SeparableCon
     c.set("activity_regularizer", nullptr).set("depthwise_constraint", nullptr).set("pointwise_constraint", nullptr).set("bias_constraint", nullptr);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 4, "ctflow::keras::SeparableConv2D: its input must be [batch, height, width, channels]");
     static constexpr std::size_t channels = In::extents[3];
     static_assert(channels != dyn, "ctflow::keras::SeparableConv2D: the input's channels must have a static extent");
     static constexpr const char* class_name = "SeparableConv2D";
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(detail::out_h<In, kernel_size, opt::stride, opt::dilation, opt::padding>()),
                                extent_t(detail::out_w<In, kernel_size, opt::stride, opt::dilation, opt::padding>()), Filters>;
     using depthwise_shape = Shape<kernel_size.h, kernel_size.w, channels, opt::multiplier>;
     using pointwise_shape = Shape<1, 1, channels * opt::multiplier, Filters>;
     regularizers::Regularizer depthwise_regularizer, pointwise_regularizer, bias_regularizer;
-    Variable<T, depthwise_shape> depthwise_kernel;
-    Variable<T, pointwise_shape> pointwise_kernel;
-    std::conditional_t<opt::has_bias, Variable<T, Shape<Filters>>, std::monostate> bias;
+    Variable<T, depthwise_shape, D> depthwise_kernel;
+    Variable<T, pointwise_shape, D> pointwise_kernel;
+    std::conditional_t<opt::has_bias, Variable<T, Shape<Filters>, D>, std::monostate> bias;
     explicit built(const SeparableConv2D& c)
         : depthwise_regularizer(c.depthwise_regularizer), pointwise_regularizer(c.pointwise_regularizer), bias_regularizer(c.bias_regularizer),
-          depthwise_kernel(c.depthwise_initializer.template operator()<T, depthwise_shape>(), "depthwise_kernel"),
-          pointwise_kernel(c.pointwise_initializer.template operator()<T, pointwise_shape>(), "pointwise_kernel") {
-      if constexpr (opt::has_bias) bias = Variable<T, Shape<Filters>>(c.bias_initializer.template operator()<T, Shape<Filters>>(), "bias");
+          depthwise_kernel(c.depthwise_initializer.template operator()<T, depthwise_shape, D>(), "depthwise_kernel"),
+          pointwise_kernel(c.pointwise_initializer.template operator()<T, pointwise_shape, D>(), "pointwise_kernel") {
+      if constexpr (opt::has_bias) bias = Variable<T, Shape<Filters>, D>(c.bias_initializer.template operator()<T, Shape<Filters>, D>(), "bias");
     }
     auto weights() {
       if constexpr (opt::has_bias) return std::tie(depthwise_kernel, pointwise_kernel, bias);

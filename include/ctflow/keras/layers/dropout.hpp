@@ -31,10 +31,11 @@ struct Dropout {
     c.set("noise_shape", nullptr);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static constexpr const char* class_name = "Dropout";
     static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = In;
     double rate;
@@ -50,7 +51,7 @@ struct Dropout {
       if constexpr (training) {
         // nn::dropout's mask and scale; a rate of 1 keeps nothing (Keras's zeros).
         const auto w = random::philox(seed, std::uint64_t(draws++));
-        auto keep = random_uniform<T, In>(std::uint64_t(w[0]) << 32 | w[1], 0.0, 1.0, x.dims()) >= T(rate);
+        auto keep = random_uniform<T, In, D>(std::uint64_t(w[0]) << 32 | w[1], 0.0, 1.0, x.dims()) >= T(rate);
         return where(std::move(keep), x * T(rate < 1.0 ? 1.0 / (1.0 - rate) : 0.0), T(0));
       } else {
         return X(x);

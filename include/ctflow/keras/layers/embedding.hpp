@@ -31,12 +31,13 @@ template <std::size_t InputDim, std::size_t OutputDim, DType Out = float> struct
     c.set("mask_zero", mask_zero).set("quantization_config", nullptr);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(is_integer_v<T>, "ctflow::keras::Embedding: its input must hold integer indices");
     static constexpr const char* class_name = "Embedding";
     static constexpr bool produces_mask = true;
     using input_value_type = T;
     using value_type = Out;
+    using device_type = D;
     using input_shape = In;
     using output_shape = shape_of<[] {
       dims_t<std::size_t(In::rank + 1)> e{};
@@ -45,8 +46,8 @@ template <std::size_t InputDim, std::size_t OutputDim, DType Out = float> struct
       return e;
     }()>;
     Embedding config;
-    Variable<Out, Shape<InputDim, OutputDim>> embeddings;
-    explicit built(const Embedding& c) : config(c), embeddings(c.embeddings_initializer.template operator()<Out, Shape<InputDim, OutputDim>>(), "embeddings") {}
+    Variable<Out, Shape<InputDim, OutputDim>, D> embeddings;
+    explicit built(const Embedding& c) : config(c), embeddings(c.embeddings_initializer.template operator()<Out, Shape<InputDim, OutputDim>, D>(), "embeddings") {}
     auto weights() { return std::tie(embeddings); }
     auto weight_regularizers() const { return std::tie(config.embeddings_regularizer); }
     template <class X, class Training> auto call(const X& x, Training) const { return gather<0>(embeddings, x); }

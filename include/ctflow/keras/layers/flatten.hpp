@@ -16,7 +16,7 @@ struct Flatten {
   CTFLOW_KERAS_LAYER_SPEC("Flatten");
   /// @brief Keras's get_config: data_format.
   void get_config(config_dict& c) const { c.set("data_format", "channels_last"); }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank >= 1, "ctflow::keras::Flatten: its input must have a batch axis");
     static constexpr std::size_t features = [] {
       std::size_t n = 1;
@@ -28,6 +28,7 @@ struct Flatten {
     /// Its call is a reshape of its input: its output is a view of the input's memory.
     static constexpr bool views_input = true;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(features)>;
     explicit built(const Flatten&) {}

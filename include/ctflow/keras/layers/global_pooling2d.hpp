@@ -16,10 +16,11 @@ namespace detail {
 template <bool Max, const char* Name> struct global_pooling2d {
   /// Keras's get_config: data_format and keepdims (false).
   static void get_config(config_dict& c) { c.set("data_format", "channels_last").set("keepdims", false); }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 4, "ctflow::keras: a global 2-D pooling layer's input must be [batch, height, width, channels]");
     static constexpr const char* class_name = Name;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, detail::extent<In, 3>>;
     template <class Spec> explicit built(const Spec&) {}
@@ -42,7 +43,7 @@ struct GlobalAveragePooling2D {
   CTFLOW_KERAS_LAYER_SPEC("GlobalAveragePooling2D");
   /// @brief Keras's get_config: data_format and keepdims (false).
   void get_config(config_dict& c) const { detail::global_pooling2d<false, detail::global_average_pooling2d_name>::get_config(c); }
-  template <class T, ShapeType In> using built = typename detail::global_pooling2d<false, detail::global_average_pooling2d_name>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::global_pooling2d<false, detail::global_average_pooling2d_name>::template built<T, In, D>;
 };
 
 /// @brief keras.layers.GlobalMaxPooling2D().
@@ -53,7 +54,7 @@ struct GlobalMaxPooling2D {
   CTFLOW_KERAS_LAYER_SPEC("GlobalMaxPooling2D");
   /// @brief Keras's get_config: data_format and keepdims (false).
   void get_config(config_dict& c) const { detail::global_pooling2d<true, detail::global_max_pooling2d_name>::get_config(c); }
-  template <class T, ShapeType In> using built = typename detail::global_pooling2d<true, detail::global_max_pooling2d_name>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::global_pooling2d<true, detail::global_max_pooling2d_name>::template built<T, In, D>;
 };
 
 }  // namespace ctflow::keras::layers

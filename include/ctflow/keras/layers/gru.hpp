@@ -54,7 +54,7 @@ template <std::size_t Units, auto... Options> struct GRU {
     c.set("reset_after", after).set("seed", nullptr);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 3, "ctflow::keras::GRU: its input must be [batch, timesteps, features]");
     static constexpr std::size_t features = In::extents[2], units = Units, gates = 3 * Units;
     static_assert(features != dyn, "ctflow::keras::GRU: the input's features (its last axis) must have a static extent");
@@ -65,6 +65,7 @@ template <std::size_t Units, auto... Options> struct GRU {
     static constexpr bool consumes_mask = true;
     static constexpr bool supports_masking = sequences;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = detail::recurrent_output<In, Units, sequences>;
     /// The extents of the output for input extents in.
@@ -74,17 +75,17 @@ template <std::size_t Units, auto... Options> struct GRU {
     using fr = detail::scalar_of<recurrent_activation>;
 
     regularizers::Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
-    Variable<T, Shape<features, gates>> kernel;
-    Variable<T, Shape<units, gates>> recurrent_kernel;
-    std::conditional_t<has_bias, Variable<T, bias_shape>, std::monostate> bias;
+    Variable<T, Shape<features, gates>, D> kernel;
+    Variable<T, Shape<units, gates>, D> recurrent_kernel;
+    std::conditional_t<has_bias, Variable<T, bias_shape, D>, std::monostate> bias;
 
     explicit built(const GRU& c)
         : kernel_regularizer(c.kernel_regularizer),
           recurrent_regularizer(c.recurrent_regularizer),
           bias_regularizer(c.bias_regularizer),
-          kernel(c.kernel_initializer.template operator()<T, Shape<features, gates>>(), "kernel"),
-          recurrent_kernel(c.recurrent_initializer.template operator()<T, Shape<units, gates>>(), "recurrent_kernel") {
-      if constexpr (has_bias) bias = Variable<T, bias_shape>(c.bias_initializer.template operator()<T, bias_shape>(), "bias");
+          kernel(c.kernel_initializer.template operator()<T, Shape<features, gates>, D>(), "kernel"),
+          recurrent_kernel(c.recurrent_initializer.template operator()<T, Shape<units, gates>, D>(), "recurrent_kernel") {
+      if constexpr (has_bias) bias = Variable<T, bias_shape, D>(c.bias_initializer.template operator()<T, bias_shape, D>(), "bias");
     }
     auto weights() {
       if constexpr (has_bias) return std::tie(kernel, recurrent_kernel, bias);
@@ -108,7 +109,6 @@ template <std::size_t Units, auto... Options> struct GRU {
     /// Runs the sequence x into out, keeping in st each step's gates and states for backward;
     /// mask: [batch, timesteps] (null: none).
     template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st, const bool* mask = nullptr) const {
-      using D = device_t<X>;
       auto& [seq_, x_, gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_] = st;
       seq_ = {x.dims()[0], x.dims()[1], backwards, mask};
       const std::size_t B = seq_.batch, S = seq_.steps;
@@ -176,7 +176,6 @@ template <std::size_t Units, auto... Options> struct GRU {
     /// output's adjoint dy: the gradients of the targets that are not null (the input, then the
     /// weights).
     template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets, call_state& st) const {
-      using D = device_t<DY>;
       auto& [seq_, x_, gates_, kept_, recurrent_, states_, dh_, dxi_, dhr_, drh_] = st;
       const std::size_t B = seq_.batch, S = seq_.steps;
       T* dx = detail::gradient_slot(std::get<0>(grads), std::get<0>(targets));

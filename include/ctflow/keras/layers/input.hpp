@@ -10,6 +10,7 @@
 #include <string>
 
 #include <ctflow/core/shape.hpp>
+#include <ctflow/core/device.hpp>
 #include <ctflow/core/dtype.hpp>
 
 namespace ctflow::keras {
@@ -23,10 +24,13 @@ template <extent_t Batch, extent_t... E> struct with_batch<Batch, Shape<E...>> {
 /// @brief Shape S with a leading batch axis of extent Batch (dyn: Keras's None).
 template <ShapeType S, extent_t Batch = -1> using batched = typename detail::with_batch<Batch, S>::type;
 
-/// @brief keras.Input(shape, batch_size, dtype, name): dtype T, shape S per example.
-template <DType T, ShapeType S, extent_t BatchSize = -1> struct Input {
+/// @brief keras.Input(shape, batch_size, dtype, name): dtype T, shape S per example, on device D
+/// (the model's: its weights, calls and backward passes; `keras::Input<float, Shape<784>, dyn,
+/// reference>`).
+template <DType T, ShapeType S, extent_t BatchSize = -1, class D = cpu> struct Input {
   static constexpr const char* class_name = "InputLayer";
   using value_type = T;
+  using device_type = D;
   /// @brief The batch shape: S with the batch axis first.
   using shape_type = batched<S, BatchSize>;
   /// @brief The input layer's name (Keras's automatic input_layer, input_layer_1, ... when empty).
@@ -35,5 +39,12 @@ template <DType T, ShapeType S, extent_t BatchSize = -1> struct Input {
   /// called on it; its copies share it.
   mutable std::shared_ptr<detail::graph_node> tensor_{};
 };
+
+namespace detail {
+/// Input spec I on device To.
+template <class I, class To> struct input_on;
+template <class T, class S, extent_t B, class D, class To> struct input_on<Input<T, S, B, D>, To> { using type = Input<T, S, B, To>; };
+template <class I, class To> using input_on_t = typename input_on<I, To>::type;
+}  // namespace detail
 
 }  // namespace ctflow::keras

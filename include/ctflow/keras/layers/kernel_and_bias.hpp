@@ -18,16 +18,17 @@ namespace ctflow::keras::layers::detail {
 
 /// The base of such a built layer: Spec its spec (with `has_bias`, `activation` and the
 /// kernel's and bias's initializers and regularizers), T the weights' dtype, K the kernel's shape,
-/// Units the bias's length.
-template <class Spec, class T, ShapeType K, std::size_t Units> struct kernel_and_bias {
+/// Units the bias's length, D the device they live on.
+template <class Spec, class T, ShapeType K, std::size_t Units, class D> struct kernel_and_bias {
   static constexpr bool has_bias = Spec::has_bias;
   using spec = Spec;  // its structure: window, strides, padding, activation
+  using device_type = D;
   Spec config;
-  Variable<T, K> kernel;
-  std::conditional_t<has_bias, Variable<T, Shape<Units>>, std::monostate> bias;
+  Variable<T, K, D> kernel;
+  std::conditional_t<has_bias, Variable<T, Shape<Units>, D>, std::monostate> bias;
 
-  explicit kernel_and_bias(const Spec& c) : config(c), kernel(c.kernel_initializer.template operator()<T, K>(), "kernel") {
-    if constexpr (has_bias) bias = Variable<T, Shape<Units>>(c.bias_initializer.template operator()<T, Shape<Units>>(), "bias");
+  explicit kernel_and_bias(const Spec& c) : config(c), kernel(c.kernel_initializer.template operator()<T, K, D>(), "kernel") {
+    if constexpr (has_bias) bias = Variable<T, Shape<Units>, D>(c.bias_initializer.template operator()<T, Shape<Units>, D>(), "bias");
   }
   auto weights() {
     if constexpr (has_bias) return std::tie(kernel, bias);

@@ -28,21 +28,22 @@ struct LayerNormalization {
     c.set("beta_regularizer", beta_regularizer).set("gamma_regularizer", gamma_regularizer).set("beta_constraint", nullptr).set("gamma_constraint", nullptr);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank >= 2, "ctflow::keras::LayerNormalization: its input must be [batch, ..., features]");
     static constexpr std::size_t features = In::extents[std::size_t(In::rank - 1)];
     static_assert(features != dyn, "ctflow::keras::LayerNormalization: the input's last axis must have a static extent");
     static constexpr const char* class_name = "LayerNormalization";
     static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = In;
     using vector = Shape<features>;
     double epsilon;
     regularizers::Regularizer gamma_regularizer, beta_regularizer;
-    Variable<T, vector> gamma, beta;
+    Variable<T, vector, D> gamma, beta;
     explicit built(const LayerNormalization& c)
-        : epsilon(c.epsilon), gamma_regularizer(c.gamma_regularizer), beta_regularizer(c.beta_regularizer), gamma(c.gamma_initializer.template operator()<T, vector>(), "gamma"), beta(c.beta_initializer.template operator()<T, vector>(), "beta") {}
+        : epsilon(c.epsilon), gamma_regularizer(c.gamma_regularizer), beta_regularizer(c.beta_regularizer), gamma(c.gamma_initializer.template operator()<T, vector, D>(), "gamma"), beta(c.beta_initializer.template operator()<T, vector, D>(), "beta") {}
     auto weights() { return std::tie(gamma, beta); }
     auto weight_regularizers() const { return std::tie(gamma_regularizer, beta_regularizer); }
     template <class X, class Training> auto call(const X& x, Training) const { return nn::layer_normalization(x, gamma, beta, epsilon); }

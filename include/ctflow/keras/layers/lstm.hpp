@@ -57,7 +57,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
     c.set("seed", nullptr);
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 3, "ctflow::keras::LSTM: its input must be [batch, timesteps, features]");
     static constexpr std::size_t features = In::extents[2], units = Units, gates = 4 * Units;
     static_assert(features != dyn, "ctflow::keras::LSTM: the input's features (its last axis) must have a static extent");
@@ -68,6 +68,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
     static constexpr bool consumes_mask = true;
     static constexpr bool supports_masking = sequences;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = detail::recurrent_output<In, Units, sequences>;
     /// The extents of the output for input extents in.
@@ -76,16 +77,16 @@ template <std::size_t Units, auto... Options> struct LSTM {
     using fr = detail::scalar_of<recurrent_activation>;
 
     regularizers::Regularizer kernel_regularizer, recurrent_regularizer, bias_regularizer;
-    Variable<T, Shape<features, gates>> kernel;
-    Variable<T, Shape<units, gates>> recurrent_kernel;
-    std::conditional_t<has_bias, Variable<T, Shape<gates>>, std::monostate> bias;
+    Variable<T, Shape<features, gates>, D> kernel;
+    Variable<T, Shape<units, gates>, D> recurrent_kernel;
+    std::conditional_t<has_bias, Variable<T, Shape<gates>, D>, std::monostate> bias;
 
     explicit built(const LSTM& c)
         : kernel_regularizer(c.kernel_regularizer),
           recurrent_regularizer(c.recurrent_regularizer),
           bias_regularizer(c.bias_regularizer),
-          kernel(c.kernel_initializer.template operator()<T, Shape<features, gates>>(), "kernel"),
-          recurrent_kernel(c.recurrent_initializer.template operator()<T, Shape<units, gates>>(), "recurrent_kernel") {
+          kernel(c.kernel_initializer.template operator()<T, Shape<features, gates>, D>(), "kernel"),
+          recurrent_kernel(c.recurrent_initializer.template operator()<T, Shape<units, gates>, D>(), "recurrent_kernel") {
       if constexpr (has_bias) {
         Tensor<T, Shape<gates>> b;
         if (c.unit_forget_bias) {
@@ -96,7 +97,7 @@ template <std::size_t Units, auto... Options> struct LSTM {
         } else {
           c.bias_initializer.fill(b.data(), {gates});
         }
-        bias = Variable<T, Shape<gates>>(b, "bias");
+        bias = Variable<T, Shape<gates>, D>(to<D>(b), "bias");
       }
     }
     auto weights() {
@@ -121,7 +122,6 @@ template <std::size_t Units, auto... Options> struct LSTM {
     /// Runs the sequence x into out, keeping in st each step's gates and states for backward;
     /// mask: [batch, timesteps] (null: none).
     template <class X, class Out> void forward(const X& x, Out& out, bool /*training*/, call_state& st, const bool* mask = nullptr) const {
-      using D = device_t<X>;
       auto& [seq_, x_, gates_, cells_, states_, cell_out_, dh_, dc_, dz_] = st;
       seq_ = {x.dims()[0], x.dims()[1], backwards, mask};
       const std::size_t B = seq_.batch, S = seq_.steps;
@@ -167,7 +167,6 @@ template <std::size_t Units, auto... Options> struct LSTM {
     /// The backward pass through time of the forward that filled st (its input still valid), from the output's adjoint dy: the
     /// gradients of the targets that are not null (the input, then the weights).
     template <class DY, class Grads, class Targets> void backward(const DY& dy, Grads& grads, const Targets& targets, call_state& st) const {
-      using D = device_t<DY>;
       auto& [seq_, x_, gates_, cells_, states_, cell_out_, dh_, dc_, dz_] = st;
       const std::size_t B = seq_.batch, S = seq_.steps;
       T* dx = detail::gradient_slot(std::get<0>(grads), std::get<0>(targets));

@@ -20,11 +20,12 @@ struct Masking {
   CTFLOW_KERAS_LAYER_SPEC("Masking");
   /// @brief Keras's get_config: mask_value.
   void get_config(config_dict& c) const { c.set("mask_value", mask_value); }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank >= 2, "ctflow::keras::Masking: its input must be [batch, ..., features]");
     static constexpr const char* class_name = "Masking";
     static constexpr bool produces_mask = true;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = In;
     double mask_value;

@@ -24,11 +24,12 @@ template <bool Max, auto Pool, const char* Name, auto... Options> struct pooling
     c.set("data_format", "channels_last");
   }
 
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 4, "ctflow::keras: a 2-D pooling layer's input must be [batch, height, width, channels]");
     static constexpr const char* class_name = Name;
     using spec = pooling2d;  // its window, strides and padding
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     /// Max pooling's input gradient reaches only inputs equal to their window's output (see
     /// detail::selects_maximum).

@@ -19,10 +19,11 @@ struct Rescaling {
   CTFLOW_KERAS_LAYER_SPEC("Rescaling");
   /// @brief Keras's get_config: scale and offset.
   void get_config(config_dict& c) const { c.set("scale", scale).set("offset", offset); }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static constexpr const char* class_name = "Rescaling";
     static constexpr bool supports_masking = true;  // passes its input's mask on
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = In;
     double scale, offset;

@@ -27,7 +27,7 @@ template <ShapeType Target> struct Reshape {
     for (std::size_t i = 0; i < Target::extents.size(); ++i) t += (i ? ", " : "") + (Target::extents[i] == dyn ? std::string("-1") : std::to_string(Target::extents[i]));
     c.raw("target_shape", t + "]");
   }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static constexpr std::size_t in_size = [] {
       std::size_t n = 1;
       for (int i = 1; i < In::rank; ++i) n = In::extents[std::size_t(i)] == dyn ? std::size_t(dyn) : n * In::extents[std::size_t(i)];
@@ -55,6 +55,7 @@ template <ShapeType Target> struct Reshape {
     /// Its call is a reshape of its input: its output is a view of the input's memory.
     static constexpr bool views_input = true;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = batched<shape_of<target>, In::extents[0] == dyn ? -1 : extent_t(In::extents[0])>;
     explicit built(const Reshape&) {}
@@ -68,11 +69,12 @@ template <int... Dims> struct Permute {
   CTFLOW_KERAS_LAYER_SPEC("Permute");
   /// @brief Keras's get_config: dims.
   void get_config(config_dict& c) const { c.set("dims", {std::size_t(Dims)...}); }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(sizeof...(Dims) == std::size_t(In::rank - 1), "ctflow::keras::Permute: name every axis of the example, 1-based");
     static constexpr const char* class_name = "Permute";
     static constexpr std::array<std::size_t, sizeof...(Dims)> dims{std::size_t(Dims)...};
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, detail::extent<In, std::size_t(Dims)>...>;
     explicit built(const Permute&) {}

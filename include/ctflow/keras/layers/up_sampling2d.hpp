@@ -26,11 +26,12 @@ template <auto Size = 2> struct UpSampling2D {
     c.set("size", {factor.h, factor.w}).set("data_format", "channels_last");
     c.set("interpolation", interpolation == image::ResizeMethod::BILINEAR ? "bilinear" : "nearest");
   }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 4, "ctflow::keras::UpSampling2D: its input must be [batch, height, width, channels]");
     static_assert(In::extents[1] != dyn && In::extents[2] != dyn, "ctflow::keras::UpSampling2D: the images' height and width must be static");
     static constexpr const char* class_name = "UpSampling2D";
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     using output_shape = Shape<detail::extent<In, 0>, extent_t(In::extents[1] * factor.h), extent_t(In::extents[2] * factor.w), detail::extent<In, 3>>;
     image::ResizeMethod method;

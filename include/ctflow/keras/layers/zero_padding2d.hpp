@@ -33,11 +33,12 @@ template <pads P = pads{}> struct ZeroPadding2D {
     const auto pair = [](std::size_t a, std::size_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
     c.raw("padding", "[" + pair(P.top, P.bottom) + ", " + pair(P.left, P.right) + "]").set("data_format", "channels_last");
   }
-  template <class T, ShapeType In> struct built {
+  template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 4, "ctflow::keras::ZeroPadding2D: its input must be [batch, height, width, channels]");
     static constexpr const char* class_name = "ZeroPadding2D";
     static constexpr pads padding = P;
     using value_type = T;
+    using device_type = D;
     using input_shape = In;
     static constexpr auto grow = [](std::size_t e, std::size_t by) { return e == dyn ? std::size_t(dyn) : e + by; };
     using output_shape = Shape<detail::extent<In, 0>, extent_t(grow(In::extents[1], P.top + P.bottom)), extent_t(grow(In::extents[2], P.left + P.right)),

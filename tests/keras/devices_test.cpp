@@ -1,0 +1,153 @@
+// Keras models on a device other than cpu: a Sequential whose Input names the reference device
+// builds its weights there, and its calls and backward passes run there; with the same weights
+// it gives the cpu device's outputs and gradients.
+#include "keras_check.hpp"
+
+using namespace ctflow;
+namespace layers = keras::layers;
+namespace activations = keras::activations;
+
+namespace {
+
+template <class D>
+using Net = keras::Sequential<keras::Input<float, Shape<8, 8, 2>, dyn, D>, layers::Conv2D<4, 3, activations::relu>, layers::MaxPooling2D<>,
+                              layers::BatchNormalization, layers::Flatten, layers::Dense<16, activations::tanh>, layers::Dropout, layers::Dense<3>>;
+
+template <class A, class B> double largest_difference(const A& a, const B& b) {
+  const auto x = to<cpu>(a);
+  const auto y = to<cpu>(b);
+  REQUIRE(x.dims() == y.dims());
+  double d = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, double(std::abs(x.data()[i] - y.data()[i])));
+  return d;
+}
+
+/// Net<cpu> and Net<reference> with the same weights, on input x: the same outputs in inference
+/// and in training, the same gradients of every weight and (for a float input) of the input, the
+/// same weights after the training call (moving statistics).
+template <template <class> class Net, class X> void same_on_both(const X& x, double tolerance = 1e-4) {
+  keras::backend::clear_session();
+  Net<cpu> on_cpu;
+  Net<reference> on_reference;
+  on_reference.set_weights(on_cpu.get_weights());
+  const auto xr = to<reference>(x);
+  CHECK(largest_difference(eval(on_reference(xr)), eval(on_cpu(x))) < tolerance);
+  const auto t_cpu = eval(on_cpu(x, true));
+  const auto t_reference = eval(on_reference(xr, true));
+  CHECK(largest_difference(t_reference, t_cpu) < tolerance);
+  const auto dy = random_uniform<float, shape_t<decltype(t_cpu)>>(8, -1, 1, t_cpu.dims());
+  constexpr bool float_input = std::is_floating_point_v<value_t<X>>;
+  const auto dx_cpu = on_cpu.backward(dy, float_input);
+  const auto dx_reference = on_reference.backward(to<reference>(dy), float_input);
+  if constexpr (float_input) {
+    REQUIRE(dx_cpu);
+    REQUIRE(dx_reference);
+    CHECK(largest_difference(*dx_reference, *dx_cpu) < tolerance);
+  }
+  const auto g_cpu = on_cpu.gradients();
+  const auto g_reference = on_reference.gradients();
+  REQUIRE(g_cpu.size() == g_reference.size());
+  CHECK(!g_cpu.empty());
+  for (std::size_t i = 0; i < g_cpu.size(); ++i) {
+    INFO("gradient " << i << " (" << on_cpu.trainable_variables()[i].path << ")");
+    CHECK(largest_difference(g_reference[i], g_cpu[i]) < tolerance);
+  }
+  const auto w_cpu = on_cpu.get_weights(), w_reference = on_reference.get_weights();
+  REQUIRE(w_cpu.size() == w_reference.size());
+  for (std::size_t i = 0; i < w_cpu.size(); ++i)
+    for (std::size_t j = 0; j < w_cpu[i].values.size(); ++j) CHECK(std::abs(w_cpu[i].values[j] - w_reference[i].values[j]) < tolerance);
+}
+
+template <class D>
+using Images = keras::Sequential<keras::Input<float, Shape<6, 6, 3>, dyn, D>, layers::ZeroPadding2D<>, layers::DepthwiseConv2D<3, layers::depth_multiplier<2>>,
+                                 layers::SeparableConv2D<4, 3, layers::same>, layers::Conv2DTranspose<3, 2, layers::strides<2>>, layers::AveragePooling2D<2>,
+                                 layers::UpSampling2D<>, layers::Conv2D<4, 3, layers::strides<2>>, layers::LayerNormalization, layers::Rescaling,
+                                 layers::LeakyReLU, layers::GlobalAveragePooling2D, layers::Dense<5>, layers::Softmax<>>;
+template <class D>
+using Pooled = keras::Sequential<keras::Input<float, Shape<6, 6, 3>, dyn, D>, layers::Conv2D<4, 3, activations::tanh, layers::same>, layers::ReLU,
+                                 layers::GlobalMaxPooling2D, layers::Activation<activations::sigmoid>, layers::Reshape<Shape<2, 2>>, layers::Flatten, layers::Dense<2>>;
+template <class D>
+using Tokens = keras::Sequential<keras::Input<std::int32_t, Shape<7>, dyn, D>, layers::Embedding<12, 5>, layers::Conv1D<6, 2>, layers::LSTM<4, layers::return_sequences<true>>,
+                                 layers::GRU<3, layers::go_backwards<true>>, layers::Dense<2>>;
+template <class D>
+using Steps = keras::Sequential<keras::Input<float, Shape<5, 3>, dyn, D>, layers::Masking, layers::GRU<4, layers::return_sequences<true>>, layers::LSTM<3>, layers::Dense<2>>;
+
+}  // namespace
+
+TEST_CASE("every layer of a Sequential runs on the reference device: outputs, gradients and moving statistics equal the cpu device's") {
+  same_on_both<Images>(random_uniform<float, Shape<dyn, 6, 6, 3>>(11, -1, 1, {3, 6, 6, 3}));
+  same_on_both<Pooled>(random_uniform<float, Shape<dyn, 6, 6, 3>>(12, -1, 1, {3, 6, 6, 3}));
+  const Tensor<std::int32_t, Shape<dyn, 7>> tokens = cast<std::int32_t>(random_uniform<float, Shape<dyn, 7>>(13, 0, 11.99, {4, 7}));
+  same_on_both<Tokens>(tokens);
+  // Masked steps: each sequence's last steps are the mask value.
+  Tensor<float, Shape<dyn, 5, 3>> steps = random_uniform<float, Shape<dyn, 5, 3>>(14, -1, 1, {3, 5, 3});
+  for (std::size_t b = 0; b < 3; ++b)
+    for (std::size_t t = 5 - b; t < 5; ++t)
+      for (std::size_t c = 0; c < 3; ++c) steps(b, t, c) = 0.f;
+  same_on_both<Steps>(steps);
+}
+
+TEST_CASE("a Sequential on the reference device: its weights live there, its calls and backward pass equal the cpu device's") {
+  keras::backend::clear_session();
+  Net<cpu> on_cpu;
+  Net<reference> on_reference;
+  static_assert(std::is_same_v<decltype(on_reference)::device_type, reference>);
+  static_assert(std::is_same_v<device_t<decltype(on_reference.get_layer<0>().layer.kernel)>, reference>);
+  on_reference.set_weights(on_cpu.get_weights());
+  const auto x = random_uniform<float, Shape<dyn, 8, 8, 2>>(7, -1, 1, {5, 8, 8, 2});
+  const auto xr = to<reference>(x);  // a training call's input lives until its backward pass
+  const auto y_cpu = eval(on_cpu(x));
+  const auto y_reference = eval(on_reference(xr));
+  static_assert(std::is_same_v<device_t<decltype(on_reference(xr))>, reference>);
+  CHECK(largest_difference(y_reference, y_cpu) < 1e-5);
+
+  // Training: the same dropout masks, outputs, weights' gradients and input adjoint.
+  const auto dy = random_uniform<float, Shape<dyn, 3>>(8, -1, 1, {5, 3});
+  const auto t_cpu = eval(on_cpu(x, true));
+  const auto t_reference = eval(on_reference(xr, true));
+  CHECK(largest_difference(t_reference, t_cpu) < 1e-5);
+  const auto dx_cpu = on_cpu.backward(dy, true);
+  const auto dx_reference = on_reference.backward(to<reference>(dy), true);
+  REQUIRE(dx_cpu);
+  REQUIRE(dx_reference);
+  CHECK(largest_difference(*dx_reference, *dx_cpu) < 1e-5);
+  const auto g_cpu = on_cpu.gradients();
+  const auto g_reference = on_reference.gradients();
+  REQUIRE(g_cpu.size() == g_reference.size());
+  REQUIRE(g_cpu.size() == 8);
+  for (std::size_t i = 0; i < g_cpu.size(); ++i) {
+    INFO("gradient " << i << " (" << on_cpu.trainable_variables()[i].path << ")");
+    CHECK(largest_difference(g_reference[i], g_cpu[i]) < 1e-4);
+  }
+  // The moving statistics the training call moved.
+  const auto w_cpu = on_cpu.get_weights(), w_reference = on_reference.get_weights();
+  for (std::size_t i = 0; i < w_cpu.size(); ++i)
+    for (std::size_t j = 0; j < w_cpu[i].values.size(); ++j) CHECK(std::abs(w_cpu[i].values[j] - w_reference[i].values[j]) < 1e-5);
+}
+
+
+TEST_CASE("keras::to<Device>(model) copies a model to another device: its names, flags, weights and dropout draws; the same outputs") {
+  keras::backend::clear_session();
+  Net<cpu> model;
+  model.get_layer<4>().trainable = false;
+  const auto x = random_uniform<float, Shape<dyn, 8, 8, 2>>(3, -1, 1, {4, 8, 8, 2});
+  const auto first = eval(model(x, true));  // a training call draws a dropout mask
+  auto moved = to<reference>(model);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(*moved)>::device_type, reference>);
+  CHECK(moved->name == model.name);
+  const auto from = model.layers(), to_layers = moved->layers();
+  REQUIRE(from.size() == to_layers.size());
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    CHECK(*to_layers[i].name == *from[i].name);
+    CHECK(*to_layers[i].trainable == *from[i].trainable);
+  }
+  CHECK(moved->trainable_variables().size() == model.trainable_variables().size());
+  const auto xr = to<reference>(x);
+  CHECK(largest_difference(eval((*moved)(xr)), eval(model(x))) < 1e-5);
+  // The copy draws the dropout mask the model draws next.
+  CHECK(largest_difference(eval((*moved)(xr, true)), eval(model(x, true))) < 1e-5);
+  CHECK(largest_difference(first, eval(model(x))) > 1e-3);  // (the training calls dropped something)
+  // And back: the cpu device's outputs, bit for bit.
+  auto back = to<cpu>(*moved);
+  CHECK(largest_difference(eval((*back)(x)), eval(model(x))) == 0);
+}
