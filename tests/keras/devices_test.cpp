@@ -3,6 +3,8 @@
 // it gives the cpu device's outputs and gradients.
 #include "keras_check.hpp"
 
+#include <ctflow/keras/applications.hpp>
+
 using namespace ctflow;
 namespace layers = keras::layers;
 namespace activations = keras::activations;
@@ -13,13 +15,18 @@ template <class D>
 using Net = keras::Sequential<keras::Input<float, Shape<8, 8, 2>, dyn, D>, layers::Conv2D<4, 3, activations::relu>, layers::MaxPooling2D<>,
                               layers::BatchNormalization, layers::Flatten, layers::Dense<16, activations::tanh>, layers::Dropout, layers::Dense<3>>;
 
+/// The largest difference of a's and b's elements, relative to b's largest magnitude where that
+/// exceeds 1 (a large network's gradients sum many terms in each device's order).
 template <class A, class B> double largest_difference(const A& a, const B& b) {
   const auto x = to<cpu>(a);
   const auto y = to<cpu>(b);
   REQUIRE(x.dims() == y.dims());
-  double d = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, double(std::abs(x.data()[i] - y.data()[i])));
-  return d;
+  double d = 0, scale = 1;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    d = std::max(d, double(std::abs(x.data()[i] - y.data()[i])));
+    scale = std::max(scale, double(std::abs(y.data()[i])));
+  }
+  return d / scale;
 }
 
 /// Net<cpu> and Net<reference> with the same weights, on input x: the same outputs in inference
@@ -54,8 +61,13 @@ template <template <class> class Net, class X> void same_on_both(const X& x, dou
   }
   const auto w_cpu = on_cpu.get_weights(), w_reference = on_reference.get_weights();
   REQUIRE(w_cpu.size() == w_reference.size());
-  for (std::size_t i = 0; i < w_cpu.size(); ++i)
-    for (std::size_t j = 0; j < w_cpu[i].values.size(); ++j) CHECK(std::abs(w_cpu[i].values[j] - w_reference[i].values[j]) < tolerance);
+  for (std::size_t i = 0; i < w_cpu.size(); ++i) {
+    REQUIRE(w_cpu[i].values.size() == w_reference[i].values.size());
+    double d = 0;
+    for (std::size_t j = 0; j < w_cpu[i].values.size(); ++j) d = std::max(d, double(std::abs(w_cpu[i].values[j] - w_reference[i].values[j])));
+    INFO("weight " << i);
+    CHECK(d < tolerance);
+  }
 }
 
 template <class D>
@@ -72,7 +84,69 @@ using Tokens = keras::Sequential<keras::Input<std::int32_t, Shape<7>, dyn, D>, l
 template <class D>
 using Steps = keras::Sequential<keras::Input<float, Shape<5, 3>, dyn, D>, layers::Masking, layers::GRU<4, layers::return_sequences<true>>, layers::LSTM<3>, layers::Dense<2>>;
 
+/// A functional model on device D: a residual connection, each merge, a layer shared by two
+/// calls and a nested model called as a layer.
+template <class D> auto functional_model() {
+  keras::Input<float, Shape<6, 6, 2>, dyn, D> inputs;
+  auto a = layers::Conv2D<4, 3, layers::same, activations::relu>{}(inputs);
+  auto b = layers::Conv2D<4, 1>{}(inputs);
+  auto sum = layers::Add{}(a, b);
+  auto product = layers::Multiply{}(sum, a);
+  auto joined = layers::Concatenate<>{}(product, b);
+  keras::Input<float, Shape<6, 6, 8>, dyn, D> inner_in;
+  auto inner_out = layers::BatchNormalization{}(layers::DepthwiseConv2D<3, layers::same>{}(inner_in));
+  keras::Model inner(inner_in, inner_out);
+  auto pooled = layers::GlobalAveragePooling2D{}(inner(joined));
+  layers::Dense<3, activations::tanh> shared;
+  auto out = layers::Dense<2>{}(shared(layers::Dense<3>{}(pooled)));
+  return keras::Model(inputs, out);
+}
+
 }  // namespace
+
+TEST_CASE("a functional model on the reference device: merges, a shared layer and a nested model equal the cpu device's") {
+  keras::backend::clear_session();
+  auto on_cpu = functional_model<cpu>();
+  auto on_reference = functional_model<reference>();
+  static_assert(std::is_same_v<decltype(on_reference)::device_type, reference>);
+  on_reference.set_weights(on_cpu.get_weights());
+  const auto x = random_uniform<float, Shape<dyn, 6, 6, 2>>(21, -1, 1, {3, 6, 6, 2});
+  const auto xr = to<reference>(x);
+  CHECK(largest_difference(eval(on_reference(xr)), eval(on_cpu(x))) < 1e-5);
+  const auto t_cpu = eval(on_cpu(x, true));
+  CHECK(largest_difference(eval(on_reference(xr, true)), t_cpu) < 1e-5);
+  const auto dy = random_uniform<float, Shape<dyn, 2>>(22, -1, 1, t_cpu.dims());
+  const auto [dx_cpu] = on_cpu.backward(dy, true);
+  const auto [dx_reference] = on_reference.backward(to<reference>(dy), true);
+  REQUIRE(dx_cpu);
+  REQUIRE(dx_reference);
+  CHECK(largest_difference(*dx_reference, *dx_cpu) < 1e-5);
+  const auto g_cpu = on_cpu.gradients();
+  const auto g_reference = on_reference.gradients();
+  REQUIRE(g_cpu.size() == g_reference.size());
+  REQUIRE(g_cpu.size() == 14);
+  for (std::size_t i = 0; i < g_cpu.size(); ++i) {
+    INFO("gradient " << i << " (" << on_cpu.trainable_variables()[i].path << ")");
+    CHECK(largest_difference(g_reference[i], g_cpu[i]) < 1e-4);
+  }
+}
+
+namespace {
+template <class D> using ResNet = keras::applications::ResNet20<10, D>;
+// MobileNetV2's inverted residual blocks (each form: with and without the expansion, the residual
+// added or not), in a network small enough to compile quickly on two devices.
+template <class D>
+using MobileNetBlocks = keras::Sequential<keras::Input<float, Shape<8, 8, 4>, dyn, D>, keras::applications::InvertedResidual<4, 1, 6>,
+                                          keras::applications::InvertedResidual<8, 2, 6>, keras::applications::InvertedResidual<8, 1, 1>,
+                                          layers::GlobalAveragePooling2D, layers::Dense<2>>;
+template <class D> using LeNet = keras::applications::LeNet5<10, Shape<32, 32, 1>, D>;
+}  // namespace
+
+TEST_CASE("the ready networks run on the reference device: ResNet-20, LeNet-5 and MobileNetV2's blocks equal the cpu device's, forward and backward") {
+  same_on_both<LeNet>(random_uniform<float, Shape<dyn, 32, 32, 1>>(31, 0, 1, {2, 32, 32, 1}), 1e-4);
+  same_on_both<ResNet>(random_uniform<float, Shape<dyn, 32, 32, 3>>(32, 0, 1, {2, 32, 32, 3}), 1e-3);
+  same_on_both<MobileNetBlocks>(random_uniform<float, Shape<dyn, 8, 8, 4>>(33, 0, 1, {2, 8, 8, 4}), 1e-3);
+}
 
 TEST_CASE("every layer of a Sequential runs on the reference device: outputs, gradients and moving statistics equal the cpu device's") {
   same_on_both<Images>(random_uniform<float, Shape<dyn, 6, 6, 3>>(11, -1, 1, {3, 6, 6, 3}));

@@ -39,7 +39,7 @@
 
 namespace ctflow::keras {
 
-template <DType T, ShapeType S, class From = void> class KerasTensor;
+template <DType T, ShapeType S, class From = void, class D = cpu> class KerasTensor;
 
 namespace detail {
 
@@ -90,9 +90,10 @@ struct graph_node {
   virtual std::shared_ptr<graph_node> clone(std::vector<std::shared_ptr<graph_node>> new_inputs) const = 0;
 };
 
-/// A node whose output has dtype T and shape S, and the adjoint of that output in a backward pass.
-template <class T, class S> struct typed_node : graph_node {
-  using output_view = TensorView<const T, S>;
+/// A node whose output has dtype T and shape S on device D, and the adjoint of that output in a
+/// backward pass.
+template <class T, class S, class D> struct typed_node : graph_node {
+  using output_view = TensorView<const T, S, D>;
   typed_node() {
     const auto& e = S::extents;
     extents.assign(e.begin(), e.end());
@@ -102,7 +103,7 @@ template <class T, class S> struct typed_node : graph_node {
   virtual output_view output() const = 0;
   template <class G> void add_adjoint(const G& g) {
     if (!has_adjoint) {
-      if (adjoint.dims() != g.dims()) adjoint = Tensor<T, S>(g.dims());
+      if (adjoint.dims() != g.dims()) adjoint = Tensor<T, S, D>(g.dims());
       std::copy(g.data(), g.data() + g.size(), adjoint.data());
       has_adjoint = true;
     } else {
@@ -110,15 +111,15 @@ template <class T, class S> struct typed_node : graph_node {
     }
   }
   output_view adjoint_view() const { return output_view(adjoint.data(), adjoint.dims()); }
-  Tensor<T, S> adjoint;
+  Tensor<T, S, D> adjoint;
 };
 
 /// A model's input: its value is set by the model before each forward pass.
-template <class T, class S> struct input_node final : typed_node<T, S> {
-  std::optional<typename typed_node<T, S>::output_view> value;
+template <class T, class S, class D> struct input_node final : typed_node<T, S, D> {
+  std::optional<typename typed_node<T, S, D>::output_view> value;
   const bool* value_mask = nullptr;  // a nested model's input: the outer node's mask
   const bool* mask() const override { return value_mask; }
-  typename typed_node<T, S>::output_view output() const override {
+  typename typed_node<T, S, D>::output_view output() const override {
     if (!value) throw value_error("ctflow::keras: input " + this->layer->name + " has no value");
     return *value;
   }
@@ -178,8 +179,8 @@ template <class L> struct shared_layer final : graph_layer<typename L::value_typ
 };
 
 /// One call of built layer L on the outputs of its inputs' nodes.
-template <class L> struct layer_node final : typed_node<typename L::value_type, output_shape_t<L>> {
-  using base = typed_node<typename L::value_type, output_shape_t<L>>;
+template <class L> struct layer_node final : typed_node<typename L::value_type, output_shape_t<L>, layer_device_t<L>> {
+  using base = typed_node<typename L::value_type, output_shape_t<L>, layer_device_t<L>>;
   using views = input_views<L>;
   static constexpr std::size_t arity = std::tuple_size_v<views>;
   std::shared_ptr<shared_layer<L>> owner;
@@ -192,7 +193,7 @@ template <class L> struct layer_node final : typed_node<typename L::value_type, 
   }
   template <std::size_t I> auto* producer() const {
     using V = std::tuple_element_t<I, views>;
-    return static_cast<typed_node<std::remove_const_t<value_t<V>>, shape_t<V>>*>(this->inputs[I].get());
+    return static_cast<typed_node<std::remove_const_t<value_t<V>>, shape_t<V>, device_t<V>>*>(this->inputs[I].get());
   }
   void forward(bool training, bool frozen) override {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -223,9 +224,9 @@ template <class L> struct layer_node final : typed_node<typename L::value_type, 
 
 /// A symbolic tensor of the functional API from x: a KerasTensor, or an Input (its node made on
 /// first use).
-template <class T, class S, class F> const KerasTensor<T, S, F>& as_tensor(const KerasTensor<T, S, F>& x) { return x; }
-template <class T, class S, extent_t B> KerasTensor<T, batched<S, B>, Input<T, S, B>> as_tensor(const Input<T, S, B>& in) {
-  using node = input_node<T, batched<S, B>>;
+template <class T, class S, class F, class D> const KerasTensor<T, S, F, D>& as_tensor(const KerasTensor<T, S, F, D>& x) { return x; }
+template <class T, class S, extent_t B, class D> KerasTensor<T, batched<S, B>, Input<T, S, B, D>, D> as_tensor(const Input<T, S, B, D>& in) {
+  using node = input_node<T, batched<S, B>, D>;
   if (!in.tensor_) {
     auto n = std::make_shared<node>();
     auto layer = std::make_shared<graph_layer_base>();
@@ -236,33 +237,36 @@ template <class T, class S, extent_t B> KerasTensor<T, batched<S, B>, Input<T, S
     n->is_input = true;
     in.tensor_ = std::move(n);
   }
-  return KerasTensor<T, batched<S, B>, Input<T, S, B>>(std::static_pointer_cast<typed_node<T, batched<S, B>>>(in.tensor_));
+  return KerasTensor<T, batched<S, B>, Input<T, S, B, D>, D>(std::static_pointer_cast<typed_node<T, batched<S, B>, D>>(in.tensor_));
 }
 template <class X> using tensor_of = std::remove_cvref_t<decltype(as_tensor(std::declval<const X&>()))>;
 /// A symbolic tensor or an Input.
 template <class X> concept symbolic = requires(const X& x) { as_tensor(x); };
 
-/// Spec's built form for inputs of dtype T and shapes S...: built<T, S> for one input, built<T,
-/// S...> for a merge layer's several.
-template <class Spec, class T, class... S> struct built_for { using type = typename Spec::template built<T, S...>; };
+/// Spec's built form for inputs of dtype T and shapes S... on device D: built<T, S, D> for one
+/// input, built_on<T, D, S...> for a merge layer's several.
+template <class Spec, class T, class D, class... S> struct built_for { using type = typename Spec::template built_on<T, D, S...>; };
+template <class Spec, class T, class D, class S> struct built_for<Spec, T, D, S> { using type = built_on_t<Spec, T, S, D>; };
 
 }  // namespace detail
 
 /// @brief A symbolic tensor of the functional API (Keras's KerasTensor): the output of a layer's
-/// call or a model's input, with its dtype T and shape S (batch first) known to the compiler, and
-/// the spec of the layer that made it (From: for the compiler's messages).
-template <DType T, ShapeType S, class From> class KerasTensor {
+/// call or a model's input, with its dtype T and shape S (batch first) known to the compiler, the
+/// spec of the layer that made it (From: for the compiler's messages) and its device D (its
+/// model's Input's).
+template <DType T, ShapeType S, class From, class D> class KerasTensor {
  public:
   using value_type = T;
   using shape_type = S;
   using producer = From;
-  explicit KerasTensor(std::shared_ptr<detail::typed_node<T, S>> node) : node_(std::move(node)) {}
+  using device_type = D;
+  explicit KerasTensor(std::shared_ptr<detail::typed_node<T, S, D>> node) : node_(std::move(node)) {}
   KerasTensor(const KerasTensor&) = default;
   KerasTensor& operator=(const KerasTensor&) = default;
   /// @brief (Python's `x = layer(x)`: not in C++, where each call's tensor has a type of its own,
   /// its shape in it. The compiler says to name the result anew.)
-  template <class T2, class S2, class F2> requires(!std::is_same_v<KerasTensor<T2, S2, F2>, KerasTensor>)
-  KerasTensor& operator=(const KerasTensor<T2, S2, F2>&) {
+  template <class T2, class S2, class F2, class D2> requires(!std::is_same_v<KerasTensor<T2, S2, F2, D2>, KerasTensor>)
+  KerasTensor& operator=(const KerasTensor<T2, S2, F2, D2>&) {
     CTFLOW_STATIC_CHECK((std::is_same_v<T2, void>),
                         ctflow::detail::concat(ctflow::detail::fixed_string("ctflow::keras::KerasTensor: the result of a layer has a type of its own (here "),
                                                shape_string_v<S2>, ctflow::detail::fixed_string(", the name holds "), shape_string_v<S>,
@@ -270,12 +274,12 @@ template <DType T, ShapeType S, class From> class KerasTensor {
     return *this;
   }
   /// @brief Its graph node (the layer's call that makes it).
-  const std::shared_ptr<detail::typed_node<T, S>>& node() const { return node_; }
+  const std::shared_ptr<detail::typed_node<T, S, D>>& node() const { return node_; }
   /// @brief Keras's tensor.shape as text: "[None,28,28,1]".
   std::string shape() const { return shape_string_v<S>.s; }
 
  private:
-  std::shared_ptr<detail::typed_node<T, S>> node_;
+  std::shared_ptr<detail::typed_node<T, S, D>> node_;
 };
 
 namespace detail {
@@ -297,6 +301,8 @@ template <class Spec, class... X> auto call_layer(const Spec& spec, const X&... 
   static_assert(sizeof...(X) > 0, "ctflow::keras: a layer is called on one symbolic tensor or more");
   using first = std::tuple_element_t<0, std::tuple<tensor_of<X>...>>;
   using T = typename first::value_type;
+  using D = typename first::device_type;
+  static_assert((std::is_same_v<typename tensor_of<X>::device_type, D> && ...), "ctflow::keras: a layer's inputs come from Inputs of one device");
   // A layer that cannot take its inputs is one error naming it, its inputs' layers and shapes;
   // it is then built for inputs it takes, so that nothing else fails.
   if constexpr (sizeof...(X) == 1) {
@@ -305,7 +311,7 @@ template <class Spec, class... X> auto call_layer(const Spec& spec, const X&... 
     [[maybe_unused]] merge_check<Spec, std::tuple<typename tensor_of<X>::producer...>, typename tensor_of<X>::shape_type...> checked;
   }
   using fit = fitting_shapes<Spec, tensor_of<X>...>;
-  using L = typename built_for<Spec, T, typename fit::template for_input<tensor_of<X>>...>::type;
+  using L = typename built_for<Spec, T, D, typename fit::template for_input<tensor_of<X>>...>::type;
   const std::string inputs = [] {
     std::string s;
     ((s += (s.empty() ? "" : " x ") + std::string(shape_string_v<typename tensor_of<X>::shape_type>.s)), ...);
@@ -322,7 +328,7 @@ template <class Spec, class... X> auto call_layer(const Spec& spec, const X&... 
     spec.shared_layer_ = owner;
   }
   auto node = std::make_shared<layer_node<L>>(owner, std::vector<std::shared_ptr<graph_node>>{as_tensor(x).node()...});
-  return KerasTensor<typename L::value_type, output_shape_t<L>, Spec>(std::move(node));
+  return KerasTensor<typename L::value_type, output_shape_t<L>, Spec, D>(std::move(node));
 }
 
 /// The symbolic tensors a model's inputs or outputs are: one, or a std::tuple of them.
@@ -493,8 +499,8 @@ template <class T> struct functional_graph final : graph_layer<T> {
 
 /// A call of a functional model as a layer: a copy of the model's graph (sharing its layers) on
 /// this call's inputs.
-template <class T, class Out> struct model_node final : typed_node<value_t<Out>, shape_t<Out>> {
-  using base = typed_node<value_t<Out>, shape_t<Out>>;
+template <class T, class Out> struct model_node final : typed_node<value_t<Out>, shape_t<Out>, device_t<Out>> {
+  using base = typed_node<value_t<Out>, shape_t<Out>, device_t<Out>>;
   std::shared_ptr<functional_graph<T>> model;
   std::vector<std::shared_ptr<graph_node>> inner_inputs, inner_order;
   std::shared_ptr<graph_node> inner_output;
@@ -544,15 +550,15 @@ template <class T, class Out> struct model_node final : typed_node<value_t<Out>,
 };
 
 /// Sets a copy's input node to the outer node's output (bind), and adds the copy's input adjoint
-/// to the outer node's (gather), for nodes of dtype T and shape S.
-template <class T, class S> void bind_input(graph_node& outer, graph_node& inner) {
-  auto& in = static_cast<input_node<T, S>&>(inner);
-  in.value = static_cast<typed_node<T, S>&>(outer).output();
+/// to the outer node's (gather), for nodes of dtype T and shape S on device D.
+template <class T, class S, class D> void bind_input(graph_node& outer, graph_node& inner) {
+  auto& in = static_cast<input_node<T, S, D>&>(inner);
+  in.value = static_cast<typed_node<T, S, D>&>(outer).output();
   in.value_mask = outer.mask();
 }
-template <class T, class S> void gather_adjoint(graph_node& inner, graph_node& outer) {
-  auto& i = static_cast<typed_node<T, S>&>(inner);
-  if (i.has_adjoint) static_cast<typed_node<T, S>&>(outer).add_adjoint(i.adjoint);
+template <class T, class S, class D> void gather_adjoint(graph_node& inner, graph_node& outer) {
+  auto& i = static_cast<typed_node<T, S, D>&>(inner);
+  if (i.has_adjoint) static_cast<typed_node<T, S, D>&>(outer).add_adjoint(i.adjoint);
 }
 
 }  // namespace detail
@@ -562,7 +568,8 @@ template <class T, class S> void gather_adjoint(graph_node& inner, graph_node& o
 /// its copies are the same model (as Python's references), and calling it on symbolic tensors
 /// makes it a layer of another model.
 template <class Inputs, class Outputs>
-class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_element_t<0, typename detail::tensor_list<Outputs>::type>::value_type> {
+class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_element_t<0, typename detail::tensor_list<Outputs>::type>::value_type,
+                                typename std::tuple_element_t<0, typename detail::tensor_list<Outputs>::type>::device_type> {
   std::shared_ptr<detail::functional_graph<typename std::tuple_element_t<0, typename detail::tensor_list<Outputs>::type>::value_type>> graph_;
   using in_list = detail::tensor_list<Inputs>;
   using out_list = detail::tensor_list<Outputs>;
@@ -570,13 +577,14 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
   using out_tensors = typename out_list::type;
   template <class Tuple> struct views_of;
   template <class... K> struct views_of<std::tuple<K...>> {
-    using type = std::tuple<TensorView<const typename K::value_type, typename K::shape_type>...>;
-    using adjoints = std::tuple<std::optional<Tensor<typename K::value_type, typename K::shape_type>>...>;
+    using type = std::tuple<TensorView<const typename K::value_type, typename K::shape_type, typename K::device_type>...>;
+    using adjoints = std::tuple<std::optional<Tensor<typename K::value_type, typename K::shape_type, typename K::device_type>>...>;
   };
 
  public:
-  /// @brief The dtype of the (first) output and of the weights.
+  /// @brief The dtype of the (first) output and of the weights, and their device (the Inputs').
   using value_type = typename std::tuple_element_t<0, out_tensors>::value_type;
+  using device_type = typename std::tuple_element_t<0, out_tensors>::device_type;
   using input_views = typename views_of<in_tensors>::type;
   using output_views = typename views_of<out_tensors>::type;
   static constexpr std::size_t input_count = std::tuple_size_v<in_tensors>, output_count = std::tuple_size_v<out_tensors>;
@@ -618,7 +626,7 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
     [&]<std::size_t... I>(std::index_sequence<I...>) { (check_input<I, std::tuple_element_t<I, std::tuple<X...>>>(), ...); }(std::make_index_sequence<input_count>{});
     constexpr bool fits = []<std::size_t... I>(std::index_sequence<I...>) {
       return (detail::takes_model_input<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
-                                        cpu, std::tuple_element_t<I, std::tuple<X...>>> && ...);
+                                        typename std::tuple_element_t<I, in_tensors>::device_type, std::tuple_element_t<I, std::tuple<X...>>> && ...);
     }(std::make_index_sequence<input_count>{});
     if constexpr (!fits) {
       return outputs();
@@ -627,10 +635,10 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
         (detail::check_model_input<typename std::tuple_element_t<I, in_tensors>::shape_type>(class_name, name, graph_->inputs[I]->layer->name,
                                                                                               std::get<I>(xs).dims()),
          ...);
-        evaluated_ = std::make_shared<std::tuple<Tensor<typename std::tuple_element_t<I, in_tensors>::value_type,
-                                                         typename std::tuple_element_t<I, in_tensors>::shape_type>...>>();
-        auto& held = *std::static_pointer_cast<std::tuple<Tensor<typename std::tuple_element_t<I, in_tensors>::value_type,
-                                                                  typename std::tuple_element_t<I, in_tensors>::shape_type>...>>(evaluated_);
+        using held_type = std::tuple<Tensor<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
+                                            typename std::tuple_element_t<I, in_tensors>::device_type>...>;
+        evaluated_ = std::make_shared<held_type>();
+        auto& held = *std::static_pointer_cast<held_type>(evaluated_);
         const auto view = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
           using V = std::tuple_element_t<K, input_views>;
           const auto& x = std::get<K>(xs);
@@ -654,6 +662,7 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
     using Out = std::tuple_element_t<0, out_tensors>;
     using O = typename Out::value_type;
     using OS = typename Out::shape_type;
+    using OD = typename Out::device_type;
     auto args = std::tuple{detail::as_tensor(x)...};
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       static_assert(((std::is_same_v<typename std::remove_cvref_t<std::tuple_element_t<I, decltype(args)>>::value_type, typename std::tuple_element_t<I, in_tensors>::value_type> &&
@@ -663,14 +672,16 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
     }(std::make_index_sequence<input_count>{});
     std::vector<void (*)(detail::graph_node&, detail::graph_node&)> bind, gather;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((bind.push_back(&detail::bind_input<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type>),
-        gather.push_back(&detail::gather_adjoint<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type>)),
+      ((bind.push_back(&detail::bind_input<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
+                                           typename std::tuple_element_t<I, in_tensors>::device_type>),
+        gather.push_back(&detail::gather_adjoint<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
+                                                 typename std::tuple_element_t<I, in_tensors>::device_type>)),
        ...);
     }(std::make_index_sequence<input_count>{});
     std::vector<std::shared_ptr<detail::graph_node>> ins;
     std::apply([&](const auto&... a) { (ins.push_back(a.node()), ...); }, args);
-    auto node = std::make_shared<detail::model_node<value_type, TensorView<const O, OS>>>(graph_, std::move(ins), std::move(bind), std::move(gather));
-    return KerasTensor<O, OS>(std::move(node));
+    auto node = std::make_shared<detail::model_node<value_type, TensorView<const O, OS, OD>>>(graph_, std::move(ins), std::move(bind), std::move(gather));
+    return KerasTensor<O, OS, void, OD>(std::move(node));
   }
 
   /// @brief The backward pass of the last training call: from dy, the adjoint of the output (a
@@ -684,8 +695,8 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
       else return dy;
     }();
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (static_cast<detail::typed_node<typename std::tuple_element_t<I, out_tensors>::value_type, typename std::tuple_element_t<I, out_tensors>::shape_type>&>(
-           *graph_->outputs[I])
+      (static_cast<detail::typed_node<typename std::tuple_element_t<I, out_tensors>::value_type, typename std::tuple_element_t<I, out_tensors>::shape_type,
+                                      typename std::tuple_element_t<I, out_tensors>::device_type>&>(*graph_->outputs[I])
            .add_adjoint(std::get<I>(d)),
        ...);
     }(std::make_index_sequence<output_count>{});
@@ -696,7 +707,7 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         ([&] {
           using K = std::tuple_element_t<I, in_tensors>;
-          auto& n = static_cast<detail::typed_node<typename K::value_type, typename K::shape_type>&>(*graph_->inputs[I]);
+          auto& n = static_cast<detail::typed_node<typename K::value_type, typename K::shape_type, typename K::device_type>&>(*graph_->inputs[I]);
           if (n.has_adjoint) std::get<I>(out).emplace(n.adjoint);
         }(), ...);
       }(std::make_index_sequence<input_count>{});
@@ -757,14 +768,14 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
   /// The static check of input I called on X (its message names the model and the input).
   template <std::size_t I, class X> static void check_input() {
     using K = std::tuple_element_t<I, in_tensors>;
-    CTFLOW_STATIC_CHECK((detail::takes_model_input<typename K::value_type, typename K::shape_type, cpu, X>),
+    CTFLOW_STATIC_CHECK((detail::takes_model_input<typename K::value_type, typename K::shape_type, typename K::device_type, X>),
                         (detail::model_input_message<Model, typename K::value_type, typename K::shape_type, X>()));
   }
   std::shared_ptr<void> evaluated_;  // the inputs a call evaluated, kept until the next call
   void set_inputs(const input_views& x) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((static_cast<detail::input_node<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type>&>(
-            *graph_->inputs[I])
+      ((static_cast<detail::input_node<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
+                                       typename std::tuple_element_t<I, in_tensors>::device_type>&>(*graph_->inputs[I])
             .value = std::get<I>(x)),
        ...);
     }(std::make_index_sequence<input_count>{});
@@ -772,7 +783,8 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
   output_type outputs() const {
     auto all = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return output_views(static_cast<const detail::typed_node<typename std::tuple_element_t<I, out_tensors>::value_type,
-                                                               typename std::tuple_element_t<I, out_tensors>::shape_type>&>(*graph_->outputs[I])
+                                                               typename std::tuple_element_t<I, out_tensors>::shape_type,
+                                                               typename std::tuple_element_t<I, out_tensors>::device_type>&>(*graph_->outputs[I])
                               .output()...);
     }(std::make_index_sequence<output_count>{});
     if constexpr (out_list::single) return std::get<0>(all);

@@ -15,9 +15,10 @@
 
 namespace ctflow::keras::applications {
 
-/// @brief LeNet-5 for Classes classes on images of shape Image ([32, 32, 1] by default).
-template <std::size_t Classes = 10, ShapeType Image = Shape<32, 32, 1>>
-using LeNet5 = Sequential<Input<float, Image>, layers::Conv2D<6, 5, activations::tanh>, layers::AveragePooling2D<2>,
+/// @brief LeNet-5 for Classes classes on images of shape Image ([32, 32, 1] by default), on
+/// device D.
+template <std::size_t Classes = 10, ShapeType Image = Shape<32, 32, 1>, class D = cpu>
+using LeNet5 = Sequential<Input<float, Image, dyn, D>, layers::Conv2D<6, 5, activations::tanh>, layers::AveragePooling2D<2>,
                           layers::Conv2D<16, 5, activations::tanh>, layers::AveragePooling2D<2>, layers::Flatten,
                           layers::Dense<120, activations::tanh>, layers::Dense<84, activations::tanh>, layers::Dense<Classes, activations::softmax>>;
 

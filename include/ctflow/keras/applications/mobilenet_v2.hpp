@@ -26,12 +26,12 @@ template <std::size_t Filters, std::size_t Strides, std::size_t Expansion> struc
   /// @brief The BatchNormalizations' momentum and epsilon.
   double momentum = 0.999, epsilon = 1e-3;
 
-  template <class T, ShapeType In> struct built : Layer<InvertedResidual, T, In> {
+  template <class T, ShapeType In, class D = cpu> struct built : Layer<InvertedResidual, T, In, D> {
     static constexpr std::size_t channels = In::extents[3];
     static constexpr bool expands = Expansion != 1;
     static constexpr bool adds = Strides == 1 && channels == Filters;
     using expand_spec = layers::Conv2D<channels * Expansion, 1, layers::same, layers::use_bias<false>>;
-    using expand_type = sublayer<expand_spec, T, In>;
+    using expand_type = sublayer<expand_spec, T, In, D>;
     using expand_bn_type = sublayer_after<expand_type, layers::BatchNormalization>;
     using depthwise_in = std::conditional_t<expands, typename expand_bn_type::output_shape, In>;
     using depthwise_spec = layers::DepthwiseConv2D<3, layers::same, layers::strides<Strides>, layers::use_bias<false>>;
@@ -40,7 +40,7 @@ template <std::size_t Filters, std::size_t Strides, std::size_t Expansion> struc
     keras::config<InvertedResidual, T> config;
     std::conditional_t<expands, expand_type, keras::detail::no_layer> expand{};
     std::conditional_t<expands, expand_bn_type, keras::detail::no_layer> expand_bn = norm_if<expands, expand_bn_type>();
-    sublayer<depthwise_spec, T, depthwise_in> depthwise{};
+    sublayer<depthwise_spec, T, depthwise_in, D> depthwise{};
     sublayer_after<decltype(depthwise), layers::BatchNormalization> depthwise_bn{norm()};
     sublayer_after<decltype(depthwise_bn), project_spec> project{};
     sublayer_after<decltype(project), layers::BatchNormalization> project_bn{norm()};
@@ -64,9 +64,9 @@ template <std::size_t Filters, std::size_t Strides, std::size_t Expansion> struc
 
 /// @brief MobileNetV2 for Classes classes on 224x224x3 images: a 3x3 convolution of 32 filters
 /// with strides 2, seventeen inverted residual blocks (16, 24, 32, 64, 96, 160 and 320 filters),
-/// a 1x1 convolution to 1280 channels, global average pooling and a softmax Dense.
-template <std::size_t Classes = 1000>
-using MobileNetV2 = Sequential<Input<float, Shape<224, 224, 3>>,  //
+/// a 1x1 convolution to 1280 channels, global average pooling and a softmax Dense; on device D.
+template <std::size_t Classes = 1000, class D = cpu>
+using MobileNetV2 = Sequential<Input<float, Shape<224, 224, 3>, dyn, D>,  //
                                layers::Conv2D<32, 3, layers::same, layers::strides<2>, layers::use_bias<false>>, layers::BatchNormalization,
                                layers::Activation<activations::relu6>, InvertedResidual<16, 1, 1>,                                              //
                                InvertedResidual<24, 2, 6>, InvertedResidual<24, 1, 6>,                                //

@@ -27,16 +27,16 @@ namespace detail {
 
 /// The built form of the residual blocks below (Spec: ResidualBlock or BasicBlock).
 template <class Spec, std::size_t Filters, std::size_t Strides, bool Bias, bool ProjectionNorm> struct residual_block {
-  template <class T, ShapeType In> struct built : Layer<Spec, T, In> {
+  template <class T, ShapeType In, class D = cpu> struct built : Layer<Spec, T, In, D> {
     static constexpr bool projects = Strides != 1 || In::extents[3] != Filters;
     using conv_a_spec = layers::Conv2D<Filters, 3, layers::same, layers::strides<Strides>, layers::use_bias<Bias>>;
     using conv_b_spec = layers::Conv2D<Filters, 3, layers::same, layers::use_bias<Bias>>;
     using projection_spec = layers::Conv2D<Filters, 1, layers::same, layers::strides<Strides>, layers::use_bias<Bias>>;
-    using projection_type = sublayer<projection_spec, T, In>;
+    using projection_type = sublayer<projection_spec, T, In, D>;
     using projection_bn_type = sublayer_after<projection_type, layers::BatchNormalization>;
 
     keras::config<Spec, T> config;
-    sublayer<conv_a_spec, T, In> conv_a{conv_a_spec{.kernel_initializer = config.kernel_initializer}};
+    sublayer<conv_a_spec, T, In, D> conv_a{conv_a_spec{.kernel_initializer = config.kernel_initializer}};
     sublayer_after<decltype(conv_a), layers::BatchNormalization> bn_a{norm()};
     sublayer_after<decltype(bn_a), conv_b_spec> conv_b{conv_b_spec{.kernel_initializer = config.kernel_initializer}};
     sublayer_after<decltype(conv_b), layers::BatchNormalization> bn_b{norm()};
@@ -100,7 +100,7 @@ template <std::size_t Filters, std::size_t Strides = 1> struct ResidualBlock {
   /// @brief The convolutions' kernel initializer, and the BatchNormalizations' momentum and epsilon.
   initializers::Initializer kernel_initializer = initializers::HeNormal();
   double momentum = 0.99, epsilon = 1e-3;
-  template <class T, ShapeType In> using built = typename detail::residual_block<ResidualBlock, Filters, Strides, true, false>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::residual_block<ResidualBlock, Filters, Strides, true, false>::template built<T, In, D>;
 };
 
 /// @brief ResNet-18's basic block: the same with convolutions without biases, and a projection
@@ -110,15 +110,15 @@ template <std::size_t Filters, std::size_t Strides = 1> struct BasicBlock {
   /// @brief The convolutions' kernel initializer, and the BatchNormalizations' momentum and epsilon.
   initializers::Initializer kernel_initializer = initializers::HeNormal();
   double momentum = 0.9, epsilon = 1e-5;
-  template <class T, ShapeType In> using built = typename detail::residual_block<BasicBlock, Filters, Strides, false, true>::template built<T, In>;
+  template <class T, ShapeType In, class D = cpu> using built = typename detail::residual_block<BasicBlock, Filters, Strides, false, true>::template built<T, In, D>;
 };
 
 /// @brief ResNet-20 (keras.io's ResNet v1 at depth 20) for Classes classes on 32x32x3 images: a
 /// 3x3 convolution of 16 filters with BatchNormalization and ReLU, three stacks of three blocks
 /// (16, 32, 64 filters; the second and third start with strides 2), 8x8 average pooling, and a
-/// softmax Dense.
-template <std::size_t Classes = 10>
-using ResNet20 = Sequential<Input<float, Shape<32, 32, 3>>, layers::Conv2D<16, 3, layers::same>, layers::BatchNormalization, layers::ReLU,
+/// softmax Dense; on device D.
+template <std::size_t Classes = 10, class D = cpu>
+using ResNet20 = Sequential<Input<float, Shape<32, 32, 3>, dyn, D>, layers::Conv2D<16, 3, layers::same>, layers::BatchNormalization, layers::ReLU,
                             ResidualBlock<16>, ResidualBlock<16>, ResidualBlock<16>,       //
                             ResidualBlock<32, 2>, ResidualBlock<32>, ResidualBlock<32>,    //
                             ResidualBlock<64, 2>, ResidualBlock<64>, ResidualBlock<64>,    //
@@ -127,9 +127,10 @@ using ResNet20 = Sequential<Input<float, Shape<32, 32, 3>>, layers::Conv2D<16, 3
 /// @brief ResNet-18 for Classes classes on 224x224x3 images: a 7x7 convolution of 64 filters
 /// with strides 2, BatchNormalization and ReLU, 3x3 max pooling with strides 2, four stages of
 /// two blocks (64, 128, 256, 512 filters; convolutions without biases; stages 2 to 4 start with
-/// strides 2 and a projection with BatchNormalization), global average pooling, a softmax Dense.
-template <std::size_t Classes = 1000>
-using ResNet18 = Sequential<Input<float, Shape<224, 224, 3>>, layers::Conv2D<64, 7, layers::same, layers::strides<2>, layers::use_bias<false>>,
+/// strides 2 and a projection with BatchNormalization), global average pooling, a softmax Dense;
+/// on device D.
+template <std::size_t Classes = 1000, class D = cpu>
+using ResNet18 = Sequential<Input<float, Shape<224, 224, 3>, dyn, D>, layers::Conv2D<64, 7, layers::same, layers::strides<2>, layers::use_bias<false>>,
                             layers::BatchNormalization, layers::ReLU, layers::MaxPooling2D<3, layers::strides<2>, layers::same>,
                             BasicBlock<64>, BasicBlock<64>, BasicBlock<128, 2>, BasicBlock<128>,  //
                             BasicBlock<256, 2>, BasicBlock<256>, BasicBlock<512, 2>, BasicBlock<512>,

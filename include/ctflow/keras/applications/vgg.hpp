@@ -12,9 +12,9 @@
 
 namespace ctflow::keras::applications {
 
-/// @brief The VGG-style CIFAR network for Classes classes.
-template <std::size_t Classes = 10>
-using VGGCifar = Sequential<Input<float, Shape<32, 32, 3>>,                                                        //
+/// @brief The VGG-style CIFAR network for Classes classes, on device D.
+template <std::size_t Classes = 10, class D = cpu>
+using VGGCifar = Sequential<Input<float, Shape<32, 32, 3>, dyn, D>,                                                        //
                             layers::Conv2D<32, 3, layers::same, activations::relu>, layers::Conv2D<32, 3, layers::same, activations::relu>,
                             layers::MaxPooling2D<2>,                                                               //
                             layers::Conv2D<64, 3, layers::same, activations::relu>, layers::Conv2D<64, 3, layers::same, activations::relu>,

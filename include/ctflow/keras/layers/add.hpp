@@ -23,7 +23,8 @@ struct Add {
   void get_config(config_dict&) const {}
   /// @brief Its inputs broadcast together (the functional API checks them, naming their layers).
   static constexpr bool broadcasts_inputs = true;
-  template <class T, ShapeType... In> using built = typename detail::elementwise_merge<detail::add_name, detail::add_inputs>::template built<T, In...>;
+  template <class T, ShapeType... In> using built = typename detail::elementwise_merge<detail::add_name, detail::add_inputs>::template built_on<T, cpu, In...>;
+  template <class T, class D, ShapeType... In> using built_on = typename detail::elementwise_merge<detail::add_name, detail::add_inputs>::template built_on<T, D, In...>;
 };
 
 }  // namespace ctflow::keras::layers

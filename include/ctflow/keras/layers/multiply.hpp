@@ -24,7 +24,9 @@ struct Multiply {
   /// @brief Its inputs broadcast together (the functional API checks them, naming their layers).
   static constexpr bool broadcasts_inputs = true;
   template <class T, ShapeType... In> using built =
-      typename detail::elementwise_merge<detail::multiply_name, detail::multiply_inputs>::template built<T, In...>;
+      typename detail::elementwise_merge<detail::multiply_name, detail::multiply_inputs>::template built_on<T, cpu, In...>;
+  template <class T, class D, ShapeType... In> using built_on =
+      typename detail::elementwise_merge<detail::multiply_name, detail::multiply_inputs>::template built_on<T, D, In...>;
 };
 
 }  // namespace ctflow::keras::layers
