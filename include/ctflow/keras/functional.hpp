@@ -260,7 +260,13 @@ template <DType T, ShapeType S, class From, class D> class KerasTensor {
   using shape_type = S;
   using producer = From;
   using device_type = D;
-  explicit KerasTensor(std::shared_ptr<detail::typed_node<T, S, D>> node) : node_(std::move(node)) {}
+  /// @brief Its node's type in a graph, an input node's, and what a model's call takes or gives
+  /// for it (a view) and keeps (a tensor).
+  using node_type = detail::typed_node<T, S, D>;
+  using input_node_type = detail::input_node<T, S, D>;
+  using view_type = TensorView<const T, S, D>;
+  using tensor_type = Tensor<T, S, D>;
+  explicit KerasTensor(std::shared_ptr<node_type> node) : node_(std::move(node)) {}
   KerasTensor(const KerasTensor&) = default;
   KerasTensor& operator=(const KerasTensor&) = default;
   /// @brief (Python's `x = layer(x)`: not in C++, where each call's tensor has a type of its own,
@@ -274,12 +280,12 @@ template <DType T, ShapeType S, class From, class D> class KerasTensor {
     return *this;
   }
   /// @brief Its graph node (the layer's call that makes it).
-  const std::shared_ptr<detail::typed_node<T, S, D>>& node() const { return node_; }
+  const std::shared_ptr<node_type>& node() const { return node_; }
   /// @brief Keras's tensor.shape as text: "[None,28,28,1]".
   std::string shape() const { return shape_string_v<S>.s; }
 
  private:
-  std::shared_ptr<detail::typed_node<T, S, D>> node_;
+  std::shared_ptr<node_type> node_;
 };
 
 namespace detail {
@@ -550,16 +556,19 @@ template <class T, class Out> struct model_node final : typed_node<value_t<Out>,
 };
 
 /// Sets a copy's input node to the outer node's output (bind), and adds the copy's input adjoint
-/// to the outer node's (gather), for nodes of dtype T and shape S on device D.
-template <class T, class S, class D> void bind_input(graph_node& outer, graph_node& inner) {
-  auto& in = static_cast<input_node<T, S, D>&>(inner);
-  in.value = static_cast<typed_node<T, S, D>&>(outer).output();
+/// to the outer node's (gather), for the nodes of KerasTensor K.
+template <class K> void bind_input(graph_node& outer, graph_node& inner) {
+  auto& in = static_cast<typename K::input_node_type&>(inner);
+  in.value = static_cast<typename K::node_type&>(outer).output();
   in.value_mask = outer.mask();
 }
-template <class T, class S, class D> void gather_adjoint(graph_node& inner, graph_node& outer) {
-  auto& i = static_cast<typed_node<T, S, D>&>(inner);
-  if (i.has_adjoint) static_cast<typed_node<T, S, D>&>(outer).add_adjoint(i.adjoint);
+template <class K> void gather_adjoint(graph_node& inner, graph_node& outer) {
+  auto& i = static_cast<typename K::node_type&>(inner);
+  if (i.has_adjoint) static_cast<typename K::node_type&>(outer).add_adjoint(i.adjoint);
 }
+
+/// The first of a model's outputs (its dtype and device are the model's).
+template <class Outputs> using first_output = std::tuple_element_t<0, typename tensor_list<Outputs>::type>;
 
 }  // namespace detail
 
@@ -568,23 +577,24 @@ template <class T, class S, class D> void gather_adjoint(graph_node& inner, grap
 /// its copies are the same model (as Python's references), and calling it on symbolic tensors
 /// makes it a layer of another model.
 template <class Inputs, class Outputs>
-class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_element_t<0, typename detail::tensor_list<Outputs>::type>::value_type,
-                                typename std::tuple_element_t<0, typename detail::tensor_list<Outputs>::type>::device_type> {
-  std::shared_ptr<detail::functional_graph<typename std::tuple_element_t<0, typename detail::tensor_list<Outputs>::type>::value_type>> graph_;
+class Model : public model_base<Model<Inputs, Outputs>, typename detail::first_output<Outputs>::value_type, typename detail::first_output<Outputs>::device_type> {
+  std::shared_ptr<detail::functional_graph<typename detail::first_output<Outputs>::value_type>> graph_;
   using in_list = detail::tensor_list<Inputs>;
   using out_list = detail::tensor_list<Outputs>;
   using in_tensors = typename in_list::type;
   using out_tensors = typename out_list::type;
+  template <std::size_t I> using in_t = std::tuple_element_t<I, in_tensors>;
+  template <std::size_t I> using out_t = std::tuple_element_t<I, out_tensors>;
   template <class Tuple> struct views_of;
   template <class... K> struct views_of<std::tuple<K...>> {
-    using type = std::tuple<TensorView<const typename K::value_type, typename K::shape_type, typename K::device_type>...>;
-    using adjoints = std::tuple<std::optional<Tensor<typename K::value_type, typename K::shape_type, typename K::device_type>>...>;
+    using type = std::tuple<typename K::view_type...>;
+    using adjoints = std::tuple<std::optional<typename K::tensor_type>...>;
   };
 
  public:
   /// @brief The dtype of the (first) output and of the weights, and their device (the Inputs').
-  using value_type = typename std::tuple_element_t<0, out_tensors>::value_type;
-  using device_type = typename std::tuple_element_t<0, out_tensors>::device_type;
+  using value_type = typename out_t<0>::value_type;
+  using device_type = typename out_t<0>::device_type;
   using input_views = typename views_of<in_tensors>::type;
   using output_views = typename views_of<out_tensors>::type;
   static constexpr std::size_t input_count = std::tuple_size_v<in_tensors>, output_count = std::tuple_size_v<out_tensors>;
@@ -625,18 +635,15 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
   output_type operator()(const std::tuple<X...>& xs, bool training = false) {
     [&]<std::size_t... I>(std::index_sequence<I...>) { (check_input<I, std::tuple_element_t<I, std::tuple<X...>>>(), ...); }(std::make_index_sequence<input_count>{});
     constexpr bool fits = []<std::size_t... I>(std::index_sequence<I...>) {
-      return (detail::takes_model_input<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
-                                        typename std::tuple_element_t<I, in_tensors>::device_type, std::tuple_element_t<I, std::tuple<X...>>> && ...);
+      return (detail::takes_model_input<typename in_t<I>::value_type, typename in_t<I>::shape_type, typename in_t<I>::device_type, std::tuple_element_t<I, std::tuple<X...>>> &&
+              ...);
     }(std::make_index_sequence<input_count>{});
     if constexpr (!fits) {
       return outputs();
     } else {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (detail::check_model_input<typename std::tuple_element_t<I, in_tensors>::shape_type>(class_name, name, graph_->inputs[I]->layer->name,
-                                                                                              std::get<I>(xs).dims()),
-         ...);
-        using held_type = std::tuple<Tensor<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
-                                            typename std::tuple_element_t<I, in_tensors>::device_type>...>;
+        (detail::check_model_input<typename in_t<I>::shape_type>(class_name, name, graph_->inputs[I]->layer->name, std::get<I>(xs).dims()), ...);
+        using held_type = std::tuple<typename in_t<I>::tensor_type...>;
         evaluated_ = std::make_shared<held_type>();
         auto& held = *std::static_pointer_cast<held_type>(evaluated_);
         const auto view = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
@@ -659,29 +666,22 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
   template <class... X> requires(sizeof...(X) == input_count && (detail::symbolic<X> && ...))
   auto operator()(const X&... x) {
     static_assert(out_list::single, "ctflow::keras::Model: a model called as a layer has one output");
-    using Out = std::tuple_element_t<0, out_tensors>;
-    using O = typename Out::value_type;
-    using OS = typename Out::shape_type;
-    using OD = typename Out::device_type;
+    using Out = out_t<0>;
     auto args = std::tuple{detail::as_tensor(x)...};
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      static_assert(((std::is_same_v<typename std::remove_cvref_t<std::tuple_element_t<I, decltype(args)>>::value_type, typename std::tuple_element_t<I, in_tensors>::value_type> &&
-                      std::is_same_v<typename std::remove_cvref_t<std::tuple_element_t<I, decltype(args)>>::shape_type, typename std::tuple_element_t<I, in_tensors>::shape_type>) &&
+      static_assert(((std::is_same_v<typename std::remove_cvref_t<std::tuple_element_t<I, decltype(args)>>::value_type, typename in_t<I>::value_type> &&
+                      std::is_same_v<typename std::remove_cvref_t<std::tuple_element_t<I, decltype(args)>>::shape_type, typename in_t<I>::shape_type>) &&
                      ...),
                     "ctflow::keras::Model: a model called as a layer takes tensors of its inputs' dtypes and shapes");
     }(std::make_index_sequence<input_count>{});
     std::vector<void (*)(detail::graph_node&, detail::graph_node&)> bind, gather;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((bind.push_back(&detail::bind_input<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
-                                           typename std::tuple_element_t<I, in_tensors>::device_type>),
-        gather.push_back(&detail::gather_adjoint<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
-                                                 typename std::tuple_element_t<I, in_tensors>::device_type>)),
-       ...);
+      ((bind.push_back(&detail::bind_input<in_t<I>>), gather.push_back(&detail::gather_adjoint<in_t<I>>)), ...);
     }(std::make_index_sequence<input_count>{});
     std::vector<std::shared_ptr<detail::graph_node>> ins;
     std::apply([&](const auto&... a) { (ins.push_back(a.node()), ...); }, args);
-    auto node = std::make_shared<detail::model_node<value_type, TensorView<const O, OS, OD>>>(graph_, std::move(ins), std::move(bind), std::move(gather));
-    return KerasTensor<O, OS, void, OD>(std::move(node));
+    auto node = std::make_shared<detail::model_node<value_type, typename Out::view_type>>(graph_, std::move(ins), std::move(bind), std::move(gather));
+    return KerasTensor<typename Out::value_type, typename Out::shape_type, void, typename Out::device_type>(std::move(node));
   }
 
   /// @brief The backward pass of the last training call: from dy, the adjoint of the output (a
@@ -695,10 +695,7 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
       else return dy;
     }();
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (static_cast<detail::typed_node<typename std::tuple_element_t<I, out_tensors>::value_type, typename std::tuple_element_t<I, out_tensors>::shape_type,
-                                      typename std::tuple_element_t<I, out_tensors>::device_type>&>(*graph_->outputs[I])
-           .add_adjoint(std::get<I>(d)),
-       ...);
+      (static_cast<typename out_t<I>::node_type&>(*graph_->outputs[I]).add_adjoint(std::get<I>(d)), ...);
     }(std::make_index_sequence<output_count>{});
     graph_->run_backward(input_gradient, !trainable);
     graph_->end_backward();
@@ -706,8 +703,7 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
     if (input_gradient)
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         ([&] {
-          using K = std::tuple_element_t<I, in_tensors>;
-          auto& n = static_cast<detail::typed_node<typename K::value_type, typename K::shape_type, typename K::device_type>&>(*graph_->inputs[I]);
+          auto& n = static_cast<typename in_t<I>::node_type&>(*graph_->inputs[I]);
           if (n.has_adjoint) std::get<I>(out).emplace(n.adjoint);
         }(), ...);
       }(std::make_index_sequence<input_count>{});
@@ -767,25 +763,19 @@ class Model : public model_base<Model<Inputs, Outputs>, typename std::tuple_elem
   }
   /// The static check of input I called on X (its message names the model and the input).
   template <std::size_t I, class X> static void check_input() {
-    using K = std::tuple_element_t<I, in_tensors>;
+    using K = in_t<I>;
     CTFLOW_STATIC_CHECK((detail::takes_model_input<typename K::value_type, typename K::shape_type, typename K::device_type, X>),
                         (detail::model_input_message<Model, typename K::value_type, typename K::shape_type, X>()));
   }
   std::shared_ptr<void> evaluated_;  // the inputs a call evaluated, kept until the next call
   void set_inputs(const input_views& x) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((static_cast<detail::input_node<typename std::tuple_element_t<I, in_tensors>::value_type, typename std::tuple_element_t<I, in_tensors>::shape_type,
-                                       typename std::tuple_element_t<I, in_tensors>::device_type>&>(*graph_->inputs[I])
-            .value = std::get<I>(x)),
-       ...);
+      ((static_cast<typename in_t<I>::input_node_type&>(*graph_->inputs[I]).value = std::get<I>(x)), ...);
     }(std::make_index_sequence<input_count>{});
   }
   output_type outputs() const {
     auto all = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return output_views(static_cast<const detail::typed_node<typename std::tuple_element_t<I, out_tensors>::value_type,
-                                                               typename std::tuple_element_t<I, out_tensors>::shape_type,
-                                                               typename std::tuple_element_t<I, out_tensors>::device_type>&>(*graph_->outputs[I])
-                              .output()...);
+      return output_views(static_cast<const typename out_t<I>::node_type&>(*graph_->outputs[I]).output()...);
     }(std::make_index_sequence<output_count>{});
     if constexpr (out_list::single) return std::get<0>(all);
     else return all;
