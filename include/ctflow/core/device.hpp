@@ -10,6 +10,7 @@
 /// names one.
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -72,6 +73,19 @@ template <class D> using placed_device_t = std::conditional_t<std::is_same_v<D, 
 
 /// @brief Devices whose memory the host reads directly: `to` copies between them by memcpy.
 template <class D> inline constexpr bool host_device_v = std::is_same_v<D, cpu> || std::is_same_v<D, reference>;
+
+namespace detail {
+/// Copies bytes of device D's memory to the host, and from the host into it (a memcpy where the
+/// host reads D's memory).
+template <class D> void copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  if constexpr (host_device_v<D>) std::memcpy(dst, src, bytes);
+  else D::copy_to_host(dst, src, bytes);
+}
+template <class D> void copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  if constexpr (host_device_v<D>) std::memcpy(dst, src, bytes);
+  else D::copy_from_host(dst, src, bytes);
+}
+}  // namespace detail
 
 namespace detail {
 template <class A, class B> struct common_device { using type = A; };  // differing: the builder reports it

@@ -13,8 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include <cstring>
-
 #include <ctflow/detail/buffer.hpp>
 #include <ctflow/expr/node.hpp>
 #include <ctflow/core/concepts.hpp>
@@ -446,9 +444,8 @@ template <class To, Expression E> auto to(const E& e) {
     Tensor<value_t<E>, shape_t<E>, To> t(v.dims(), uninitialized);
     const std::size_t bytes = v.size() * sizeof(value_t<E>);
     if (!bytes) return t;
-    if constexpr (host_device_v<From> && host_device_v<To>) std::memcpy(static_cast<void*>(t.data()), v.data(), bytes);
-    else if constexpr (host_device_v<From>) To::copy_from_host(t.data(), v.data(), bytes);
-    else From::copy_to_host(t.data(), v.data(), bytes);
+    if constexpr (host_device_v<To>) detail::copy_to_host<From>(t.data(), v.data(), bytes);
+    else detail::copy_from_host<To>(t.data(), v.data(), bytes);
     return t;
   }
 }

@@ -101,13 +101,15 @@ template <class T, class S, class D> struct typed_node : graph_node {
     dtype = dtype_name<T>();
   }
   virtual output_view output() const = 0;
+  /// Sums g into the adjoint, in the node's own memory (its layer's backward pass may overwrite
+  /// it: a tensor's memory is never shared here).
   template <class G> void add_adjoint(const G& g) {
+    const output_view v(g.data(), g.dims());
     if (!has_adjoint) {
-      if (adjoint.dims() != g.dims()) adjoint = Tensor<T, S, D>(g.dims());
-      std::copy(g.data(), g.data() + g.size(), adjoint.data());
+      adjoint = v;
       has_adjoint = true;
     } else {
-      for (std::size_t i = 0; i < g.size(); ++i) adjoint.data()[i] += g.data()[i];
+      adjoint += v;
     }
   }
   output_view adjoint_view() const { return output_view(adjoint.data(), adjoint.dims()); }
@@ -165,8 +167,7 @@ template <class L> struct shared_layer final : graph_layer<typename L::value_typ
         auto& to = std::get<I>(grads);
         if (!from) return;
         if (!to) to.emplace(*from);
-        else
-          for (std::size_t k = 0; k < from->size(); ++k) to->data()[k] += from->data()[k];
+        else *to += *from;
       }(), ...);
     }(std::make_index_sequence<weight_count<L>()>{});
   }

@@ -320,12 +320,10 @@ template <class L> class layer_call {
     for (const bool* m : masks) all = all && m;
     std::apply([&](const auto&... x) { ((all = all && x.dims().back() && ctflow::product(x.dims()) / x.dims().back() == steps), ...); }, *xs_);
     if (!all) return;
-    detail::resize(mask_, {steps});
-    bool* out = mask_.data();
-    std::copy_n(masks[0], steps, out);
-    for (std::size_t i = 1; i < arity; ++i)
-      for (std::size_t k = 0; k < steps; ++k) out[k] = out[k] || masks[i][k];
-    out_mask_ = out;
+    using mask_view = TensorView<const bool, Shape<dyn>, device_type>;
+    mask_ = mask_view(masks[0], {steps});
+    for (std::size_t i = 1; i < arity; ++i) mask_ = logical_or(mask_, mask_view(masks[i], {steps}));
+    out_mask_ = mask_.data();
   }
 
   template <class R, class Mode> void record(L& layer, R& into, Mode mode) {

@@ -62,11 +62,10 @@ void check_model_input(const char* cls, const std::string& model, const std::str
 
 /// @brief The methods every model shares. Derived (the model, a CRTP argument) gives `layers()`
 /// (its layer_info list), `name` and `trainable`; T is its weights' dtype, Device their device. They
-/// read the model's table of variables (keras::detail::weight_table), built on first use.
+/// read the model's table of variables (keras::detail::weight_table), built on first use. Where
+/// the host does not read Device's memory (cuda), get_weights, set_weights and the weight files
+/// copy the weights across.
 template <class Derived, class T, class Device = cpu> class model_base {
-  static_assert(host_device_v<Device>, "ctflow::keras: a model's device is one whose memory the host reads (cpu, reference): its weight "
-                                       "files, get_weights and summaries read its weights there");
-
  public:
   /// @brief Keras's trainable_variables: the weights that train (the model, their layers and the
   /// weight itself trainable), in Keras's order; a view of the model's table.
@@ -84,7 +83,10 @@ template <class Derived, class T, class Device = cpu> class model_base {
   /// @brief Keras's get_weights: every weight's value, in weights()'s order.
   std::vector<weight_value<T>> get_weights() {
     std::vector<weight_value<T>> out;
-    for (const auto& w : table().all()) out.push_back({w.shape, std::vector<T>(w.values.begin(), w.values.end())});
+    for (const auto& w : table().all()) {
+      out.push_back({w.shape, std::vector<T>(w.size())});
+      ctflow::detail::copy_to_host<Device>(out.back().values.data(), w.values.data(), w.size() * sizeof(T));
+    }
     return out;
   }
   /// @brief Keras's set_weights: as many values as weights, each of its weight's shape (checked
@@ -98,7 +100,7 @@ template <class Derived, class T, class Device = cpu> class model_base {
     if (values.size() != all.size())
       throw value_error("ctflow::keras::set_weights: the model has " + std::to_string(all.size()) + " weights, " + std::to_string(values.size()) +
                         " values were given");
-    for (std::size_t i = 0; i < all.size(); ++i) std::copy(values[i].values.begin(), values[i].values.end(), all[i].values.begin());
+    for (std::size_t i = 0; i < all.size(); ++i) ctflow::detail::copy_from_host<Device>(all[i].values.data(), values[i].values.data(), all[i].size() * sizeof(T));
   }
 
   /// @brief The weight regularizers' penalties (Keras's model.losses), one per regularized weight.
@@ -113,7 +115,11 @@ template <class Derived, class T, class Device = cpu> class model_base {
   /// each layer by its key in Keras 3's weight files (its class, numbered: "dense", "dense_1";
   /// fixed by the model's structure, not by its layers' names), each weight under it by its name
   /// ("model/dense_1/kernel", a nested model's "model/functional/dense/kernel"), trainable or not.
-  template <class V> void track(V& v) { detail::track_layers(self().layers(), v); }
+  template <class V> void track(V& v) {
+    static_assert(host_device_v<Device>, "ctflow::train::Checkpoint: it reads a model's weights on the host; checkpoint a model on cpu or reference "
+                                         "(keras::to<cpu>(model) copies a Sequential there)");
+    detail::track_layers(self().layers(), v);
+  }
 
   /// @brief Keras's save_weights / load_weights: `.weights.h5` (Keras 3's layout) or
   /// `.safetensors`; load_weights also reads legacy `.h5` files and `.keras` archives.
@@ -132,14 +138,16 @@ template <class Derived, class T, class Device = cpu> class model_base {
     m.trainable = self().trainable;
     m.dtype = dtype_name<T>();
     self().describe_inputs(m);
-    const auto layers = detail::saved_layers(self().layers());
-    if (compiled_) {
-      auto& c = compiled<>("save");
-      m.optimizer_name = c.optimizer->name();
-      m.optimizer_variables = c.optimizer->keras_variables(trainable_variables());
-      m.compile_config = detail::compile_config(c, c.optimizer->config());
+    const detail::host_layers<T, Device> layers(self().layers());
+    if constexpr (trains_here) {
+      if (compiled_) {
+        auto& c = compiled<>("save");
+        m.optimizer_name = c.optimizer->name();
+        m.optimizer_variables = c.optimizer->keras_variables(trainable_variables());
+        m.compile_config = detail::compile_config(c, c.optimizer->config());
+      }
     }
-    detail::save_model_archive(path, m, layers);
+    detail::save_model_archive(path, m, layers.saved);
   }
 
   /// @brief The sum of the regularizers' penalties (what training adds to the loss).
@@ -158,6 +166,8 @@ template <class Derived, class T, class Device = cpu> class model_base {
   /// objects. The loss must take the model's output (a compile error naming both otherwise).
   template <class O, class L, class... M>
   void compile(O optimizer, L loss, const std::vector<std::string>& metrics = {}, M... metric_objects) {
+    static_assert(trains_here, "ctflow::keras::compile: compile, fit, evaluate and predict train and run models on cpu; copy the model there "
+                               "(keras::to<cpu>(model)) and back (keras::to<Device>) once trained");
     compiled_ = detail::make_compiled<T, out_shape<>>(std::move(optimizer), std::move(loss), metrics, std::move(metric_objects)...);
   }
   /// @brief The optimizer given to compile (Keras's model.optimizer): iterations, learning rate.
@@ -234,6 +244,9 @@ template <class Derived, class T, class Device = cpu> class model_base {
   template <Expression X> auto predict_on_batch(const X& x) { return predict(x, {.batch_size = std::max<std::size_t>(1, x.dims()[0]), .verbose = 0}); }
 
  private:
+  // compile / fit / evaluate / predict: their losses, metrics, optimizers and batches are the cpu
+  // device's.
+  static constexpr bool trains_here = std::is_same_v<Device, cpu>;
   Derived& self() { return static_cast<Derived&>(*this); }
   template <class D = Derived> using out_shape = shape_t<typename D::output_type>;
   template <class D = Derived> using compiled_type = detail::compiled<T, out_shape<D>>;
@@ -279,9 +292,9 @@ namespace detail {
 /// archive's optimizer (of class O, its arguments from the config) and loss (of class L), its
 /// metrics by name, and the optimizer's variables read.
 template <class O, class L, class Model> void load_into(Model& model, const std::string& path, const load_options& options) {
-  const auto layers = saved_layers(model.layers());
+  const model_layers<Model> layers(model.layers());
   if constexpr (std::is_void_v<O>) {
-    load_model_archive(path, layers, nullptr, options);
+    load_model_archive(path, layers.saved, nullptr, options);
   } else {
     static_assert(!std::is_void_v<L>, "ctflow::keras::load_model: give the loss's class with the optimizer's");
     const std::string compile = archive_compile_config(path);
@@ -311,9 +324,10 @@ template <class O, class L, class Model> void load_into(Model& model, const std:
     }
     model.compile(std::move(opt), loss_from_config<L>(*loss, path + ": compile_config.loss"), metrics);
     auto variables = model.optimizer().keras_variables(model.trainable_variables());
-    load_model_archive(path, layers, &variables, options);
+    load_model_archive(path, layers.saved, &variables, options);
     model.optimizer().keras_variables_read();
   }
+  layers.store();
 }
 
 }  // namespace detail

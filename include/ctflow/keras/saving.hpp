@@ -10,6 +10,7 @@
 /// from the run-time description of a model's layers, by code compiled once.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,23 +60,60 @@ template <class T> std::vector<saved_layer> saved_layers(const std::vector<layer
   return out;
 }
 
+/// A model's layers as the weight files read and write them (`saved`): their weights where they
+/// are when the host reads device D's memory, else copies on the host, taken here and copied back
+/// by `store()` (after a load: nothing changes on the device unless the whole load succeeded).
+template <class T, class D> class host_layers {
+ public:
+  explicit host_layers(std::vector<layer_info<T>> layers) : layers_(std::move(layers)) {
+    if constexpr (!host_device_v<D>) stage(layers_);
+    saved = saved_layers(layers_);
+  }
+  host_layers(const host_layers&) = delete;
+  host_layers& operator=(const host_layers&) = delete;
+  std::vector<saved_layer> saved;
+  /// Copies the host's values to the device (nothing to do where the host reads it).
+  void store() const {
+    for (std::size_t i = 0; i < on_device_.size(); ++i)
+      ctflow::detail::copy_from_host<D>(on_device_[i].data(), on_host_[i].data(), on_host_[i].size() * sizeof(T));
+  }
+
+ private:
+  void stage(std::vector<layer_info<T>>& layers) {
+    for (auto& l : layers) {
+      for (auto& w : l.weights) {
+        on_device_.push_back(w.values);
+        on_host_.emplace_back(w.values.size());
+        ctflow::detail::copy_to_host<D>(on_host_.back().data(), w.values.data(), w.values.size() * sizeof(T));
+        w.values = on_host_.back();
+      }
+      stage(l.children);
+    }
+  }
+  std::vector<layer_info<T>> layers_;
+  std::vector<std::span<T>> on_device_;
+  std::vector<std::vector<T>> on_host_;  // (moving a vector keeps its elements where they are)
+};
+template <class Model> using model_layers = host_layers<typename Model::value_type, typename Model::device_type>;
+
 }  // namespace detail
 
 /// @brief Saves a model's weights: `.weights.h5` (Keras 3's layout) or `.safetensors`, by the
 /// file's extension (Keras 3 accepts only `.weights.h5`).
 template <class Model> void save_weights(Model& model, const std::string& path) {
-  const auto layers = detail::saved_layers(model.layers());
-  if (path.ends_with(".weights.h5")) detail::save_weights_h5(path, model.name, layers);
-  else if (path.ends_with(".safetensors")) detail::save_weights_safetensors(path, layers);
+  const detail::model_layers<Model> layers(model.layers());
+  if (path.ends_with(".weights.h5")) detail::save_weights_h5(path, model.name, layers.saved);
+  else if (path.ends_with(".safetensors")) detail::save_weights_safetensors(path, layers.saved);
   else throw value_error("ctflow::keras::save_weights: the file name must end in .weights.h5 or .safetensors, got " + path);
 }
 
 /// @brief Loads a model's weights from a `.weights.h5`, legacy `.h5`, `.keras` or `.safetensors`
 /// file. Every shape is checked before any weight changes.
 template <class Model> void load_weights(Model& model, const std::string& path, const load_options& options = {}) {
-  const auto layers = detail::saved_layers(model.layers());
-  if (path.ends_with(".safetensors")) detail::load_weights_safetensors(path, layers, options);
-  else detail::load_weights_file(path, layers, options);
+  const detail::model_layers<Model> layers(model.layers());
+  if (path.ends_with(".safetensors")) detail::load_weights_safetensors(path, layers.saved, options);
+  else detail::load_weights_file(path, layers.saved, options);
+  layers.store();
 }
 
 /// @brief Loads a PyTorch network's weights: its state_dict saved as safetensors
@@ -88,7 +126,9 @@ template <class Model> void load_weights(Model& model, const std::string& path, 
 /// biases summed, GRU's gates reordered). Every shape is checked before any weight changes.
 template <class Model>
 void load_pytorch_weights(Model& model, const std::string& path, const std::vector<std::string>& modules, const load_options& options = {}) {
-  detail::load_weights_pytorch(path, detail::saved_layers(model.layers()), modules, options);
+  const detail::model_layers<Model> layers(model.layers());
+  detail::load_weights_pytorch(path, layers.saved, modules, options);
+  layers.store();
 }
 
 }  // namespace ctflow::keras

@@ -25,21 +25,6 @@ using D1 = Shape<dyn>;
 
 namespace {
 
-/// The GPU the tests run on: the driver's where it shows one (on a GPU machine the same tests run
-/// there), else one emulated on the host for the scope's length (`gpu` then counts its work).
-struct gpu_under_test {
-  emulated_runtime* gpu = nullptr;
-  gpu_under_test() {
-    if (!gen::devices().empty()) return;
-    auto r = std::make_unique<emulated_runtime>();
-    gpu = r.get();
-    gen::use_runtime(std::move(r));
-  }
-  ~gpu_under_test() {
-    if (gpu) gen::use_runtime(nullptr);
-  }
-};
-
 /// A device tensor's values, copied back, against the cpu device's.
 template <class G, class C> void require_equal(const G& on_gpu, const C& on_cpu, double tol) {
   const auto back = to<cpu>(on_gpu);

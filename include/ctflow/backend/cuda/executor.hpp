@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -362,9 +363,10 @@ template <> struct executor<cuda> {
       // The profiler and check_numerics see each assignment (its kernels done), its result
       // copied to the host.
       if (detail::profile::on()) {
-        std::vector<T> on_host(product(d));
-        cuda::copy_to_host(on_host.data(), out, on_host.size() * sizeof(T));
-        detail::observe::finish_fused(cuda::name, begin, e, on_host.data(), d);
+        const std::size_t n = product(d);
+        const std::unique_ptr<T[]> on_host(new T[n]);  // (not a std::vector: bool results too)
+        cuda::copy_to_host(on_host.get(), out, n * sizeof(T));
+        detail::observe::finish_fused(cuda::name, begin, e, on_host.get(), d);
       }
     }
   }

@@ -56,6 +56,7 @@ template <std::size_t Units, auto... Options> struct GRU {
 
   template <class T, ShapeType In, class D = cpu> struct built {
     static_assert(In::rank == 3, "ctflow::keras::GRU: its input must be [batch, timesteps, features]");
+    static_assert(host_device_v<D>, "ctflow::keras::GRU: its steps are loops on the host, so it runs on cpu and reference");
     static constexpr std::size_t features = In::extents[2], units = Units, gates = 3 * Units;
     static_assert(features != dyn, "ctflow::keras::GRU: the input's features (its last axis) must have a static extent");
     static constexpr const char* class_name = "GRU";
