@@ -108,7 +108,7 @@ template <class E, class M> [[noreturn]] void raise(const M& message) {
 /// std::bad_alloc (memory the system did not give).
 [[noreturn]] inline void raise_bad_alloc() {
 #if defined(__cpp_exceptions)
-  ctflow::detail::raise_bad_alloc();
+  throw std::bad_alloc();
 #else
   current_error_handler()("bad_alloc", "out of memory");
   std::abort();

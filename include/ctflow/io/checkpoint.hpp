@@ -117,6 +117,9 @@ class collector {
 
  private:
   template <class T, class S, class D> void add_tensor(const std::string& path, Tensor<T, S, D>& t) {
+    static_assert(host_device_v<D>,
+                  "ctflow::train::Checkpoint: it reads and writes tensors in place, so they must be on a device whose memory the "
+                  "host reads (cpu, reference); copy the values with to<cpu>(t) and track the copy");
     slot s{path, io::safetensors_dtype<T>(), {t.dims().begin(), t.dims().end()}, {S::extents.begin(), S::extents.end()},
            t.data(), t.size() * sizeof(T), {}};
     if constexpr (!S::is_static) {

@@ -138,7 +138,7 @@ template <class Derived, class T, class Device = cpu> class model_base {
     m.trainable = self().trainable;
     m.dtype = dtype_name<T>();
     self().describe_inputs(m);
-    const detail::host_layers<T, Device> layers(self().layers());
+    const detail::model_layers<Derived> layers(self().layers());
     if constexpr (trains_here) {
       if (compiled_) {
         auto& c = compiled<>("save");

@@ -65,9 +65,9 @@ template <class T> std::vector<saved_layer> saved_layers(const std::vector<layer
 /// by `store()` (after a load: nothing changes on the device unless the whole load succeeded).
 template <class T, class D> class host_layers {
  public:
-  explicit host_layers(std::vector<layer_info<T>> layers) : layers_(std::move(layers)) {
-    if constexpr (!host_device_v<D>) stage(layers_);
-    saved = saved_layers(layers_);
+  explicit host_layers(std::vector<layer_info<T>> layers) {
+    if constexpr (!host_device_v<D>) stage(layers);
+    saved = saved_layers(layers);
   }
   host_layers(const host_layers&) = delete;
   host_layers& operator=(const host_layers&) = delete;
@@ -90,7 +90,6 @@ template <class T, class D> class host_layers {
       stage(l.children);
     }
   }
-  std::vector<layer_info<T>> layers_;
   std::vector<std::span<T>> on_device_;
   std::vector<std::vector<T>> on_host_;  // (moving a vector keeps its elements where they are)
 };

@@ -24,6 +24,14 @@ TEST_CASE("static tensors are zero-filled, aligned and row-major") {
   REQUIRE(t.strides() == std::array<std::ptrdiff_t, 2>{3, 1});
 }
 
+TEST_CASE("memory the system does not give is std::bad_alloc, on every host device") {
+  const std::size_t exbibyte = std::size_t(1) << 58;  // floats: 2^60 bytes
+  CHECK_THROWS_AS((Tensor<float, Shape<dyn>>({exbibyte})), std::bad_alloc);
+  CHECK_THROWS_AS((Tensor<float, Shape<dyn>, reference>({exbibyte})), std::bad_alloc);
+  Tensor<float, Shape<dyn>> small({3});  // and the next allocation is served
+  CHECK(small.size() == 3);
+}
+
 TEST_CASE("dyn extents are given at construction and checked against static ones") {
   Tensor<float, Shape<dyn, 3>> x({5, 3});
   REQUIRE(x.dims() == dims_t<2>{5, 3});
