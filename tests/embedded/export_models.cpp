@@ -93,7 +93,7 @@ void export_int8(Model& model, const std::string& out, const std::string& name, 
   const auto y = model.predict(test_images, {.batch_size = 500, .verbose = 0});
   const std::vector<float> yq = q.predict(test_images.data(), n);
   std::fprintf(report, "%s float %.4f int8 %.4f\n", name.c_str(), accuracy(y.data(), test_labels, n), accuracy(yq.data(), test_labels, n));
-  keras::export_header(q, out + "/" + name + "_int8.hpp", {.name_space = "net"}, case_images);
+  keras::export_header(q, out + "/" + name + "_int8.hpp", {.name_space = name + "_int8"}, case_images);
 }
 
 int main(int argc, char** argv) {
@@ -108,11 +108,11 @@ int main(int argc, char** argv) {
   keras::utils::set_random_seed(7);
   Mlp mlp({}, {.scale = 1.0 / 255}, {}, {}, {});
   fit_steps(mlp, train_set.first, train_set.second, 300);
-  keras::export_header(mlp, out + "/mlp.hpp", {.name_space = "net"}, images);
+  keras::export_header(mlp, out + "/mlp.hpp", {.name_space = "mlp"}, images);
 
   Cnn cnn({}, {.scale = 1.0 / 255}, {}, {}, {}, {}, {}, {}, {});
   fit_steps(cnn, train_set.first, train_set.second, 150);
-  keras::export_header(cnn, out + "/cnn.hpp", {.name_space = "net"}, images);
+  keras::export_header(cnn, out + "/cnn.hpp", {.name_space = "cnn"}, images);
 
   using Images = Tensor<float, Shape<dyn, 28, 28, 1>>;
   const Images representative(reshape<Shape<dyn, 28, 28, 1>>(cast<float>(slice<Shape<512, 28, 28>>(train_set.first, {0, 0, 0})), {512, 28, 28, 1}));
@@ -132,18 +132,18 @@ int main(int argc, char** argv) {
   bn.moving_mean.assign(random_uniform<float, Shape<8>>(3, -0.2, 0.2));
   bn.moving_variance.assign(random_uniform<float, Shape<8>>(4, 0.5, 2.0));
   const auto inputs = random_uniform<float, Shape<dyn, 12, 12, 3>>(5, 0.0, 4.0, {6, 12, 12, 3});
-  keras::export_header(zoo, out + "/zoo.hpp", {.name_space = "net"}, inputs);
+  keras::export_header(zoo, out + "/zoo.hpp", {.name_space = "zoo"}, inputs);
   using ResNet = keras::Sequential<keras::Input<float, Shape<12, 12, 3>>, layers::Conv2D<8, 3, layers::same>, layers::BatchNormalization, layers::ReLU,
                                    keras::applications::ResidualBlock<8>, keras::applications::BasicBlock<16, 2>, layers::GlobalAveragePooling2D,
                                    layers::Dense<4, activations::softmax>>;
   ResNet resnet;
-  keras::export_header(resnet, out + "/resnet.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 12, 12, 3>>(7, -1.0, 1.0, {5, 12, 12, 3}));
+  keras::export_header(resnet, out + "/resnet.hpp", {.name_space = "resnet"}, random_uniform<float, Shape<dyn, 12, 12, 3>>(7, -1.0, 1.0, {5, 12, 12, 3}));
   auto residual = residual_network();
-  keras::export_header(residual, out + "/residual.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 10, 10, 3>>(6, -1.0, 1.0, {6, 10, 10, 3}));
+  keras::export_header(residual, out + "/residual.hpp", {.name_space = "residual"}, random_uniform<float, Shape<dyn, 10, 10, 3>>(6, -1.0, 1.0, {6, 10, 10, 3}));
   using Rnn = keras::Sequential<keras::Input<float, Shape<9, 5>>, layers::LSTM<12, layers::return_sequences<true>>,
                                 layers::GRU<6, layers::return_sequences<true>, layers::go_backwards<true>, layers::reset_after<false>>, layers::GRU<5>,
                                 layers::Dense<3, activations::softmax>>;
   Rnn rnn;
-  keras::export_header(rnn, out + "/rnn.hpp", {.name_space = "net"}, random_uniform<float, Shape<dyn, 9, 5>>(8, -2.0, 2.0, {6, 9, 5}));
+  keras::export_header(rnn, out + "/rnn.hpp", {.name_space = "rnn"}, random_uniform<float, Shape<dyn, 9, 5>>(8, -2.0, 2.0, {6, 9, 5}));
   return 0;
 }
