@@ -180,11 +180,15 @@ template <class X> concept failed = std::is_same_v<std::remove_cvref_t<X>, faile
 /// detail::fixed_string built at compile time from the shapes and dtypes involved). clang checks
 /// a non-dependent construct where it is written, even in a discarded branch, and prints a
 /// fixed_string's characters as numbers: its check is a static_assert in a template of its own,
-/// instantiated only where the rule fails, and the message is the macro's line that clang quotes.
+/// instantiated only where the rule fails, and the message is the macro's line that clang quotes
+/// (its type named, so that what only the message reads is read).
 #if defined(__clang__)
 #define CTFLOW_STATIC_CHECK(COND, ...)                                                                              \
   do {                                                                                                              \
-    if constexpr (!(COND)) []<bool Failed = true>() { static_assert(!Failed, "ctflow: see the message below"); }(); \
+    if constexpr (!(COND)) {                                                                                        \
+      (void)sizeof(decltype(__VA_ARGS__));                                                                          \
+      []<bool Failed = true>() { static_assert(!Failed, "ctflow: see the message below"); }();                      \
+    }                                                                                                               \
   } while (0)
 #else
 #define CTFLOW_STATIC_CHECK(COND, ...)                                                   \
