@@ -8,7 +8,7 @@ packages=(
   libxsimd-dev libboost-dev catch2 libbenchmark-dev
   nlohmann-json3-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libhdf5-dev
   libopenblas-dev python3-torch python3-numpy python3-protobuf dataset-fashion-mnist bc time
-  clang libclang-rt-14-dev clang-19
+  clang libclang-rt-14-dev clang-19 lld
   g++-aarch64-linux-gnu gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-user qemu-system-arm
 )
 

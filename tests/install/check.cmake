@@ -4,7 +4,8 @@
 # the installed ctflow-import); CONSUMER, of the components data and io, built with
 # the umbrella headers precompiled; CONSUMER/compiled, the same program built against the
 # compiled parts (ctflow_add_compiled_library); and CONSUMER/keras, of the keras component alone,
-# built once by CMake and once by one compiler line with pkg-config's flags (CXX, PKG_CONFIG).
+# built once by CMake and once by one compiler line with pkg-config's flags; CXX builds them all
+# (PKG_CONFIG).
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK}/prefix RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -13,7 +14,8 @@ endif()
 
 # consumer(NAME SOURCE EXECUTABLE OPTIONS...): configures, builds and runs a consumer; its output in `out`.
 function(consumer name source executable)
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${source} -B ${WORK}/${name} -DCMAKE_PREFIX_PATH=${WORK}/prefix ${ARGN}
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${source} -B ${WORK}/${name} -DCMAKE_PREFIX_PATH=${WORK}/prefix
+                          -DCMAKE_CXX_COMPILER=${CXX} ${ARGN}
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "configuring the ${name} consumer failed")

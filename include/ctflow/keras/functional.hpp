@@ -408,11 +408,17 @@ template <class T> struct functional_graph final : graph_layer<T> {
       if (seen.insert(n->layer.get()).second) all.push_back(n->layer);
     for (const auto& i : inputs)
       if (seen.insert(i->layer.get()).second) all.push_back(i->layer);
-    std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
-      const int da = layer_depth[a.get()], db = layer_depth[b.get()];
-      return da != db ? da > db : first_seen[a.get()] < first_seen[b.get()];
+    // The deepest first, then by first use, then as found (std::sort on positions: see
+    // io/impl/trace.ipp on std::stable_sort).
+    std::vector<std::size_t> at(all.size());
+    for (std::size_t i = 0; i < at.size(); ++i) at[i] = i;
+    std::sort(at.begin(), at.end(), [&](std::size_t a, std::size_t b) {
+      const int da = layer_depth[all[a].get()], db = layer_depth[all[b].get()];
+      const int fa = first_seen[all[a].get()], fb = first_seen[all[b].get()];
+      return da != db ? da > db : fa != fb ? fa < fb : a < b;
     });
-    layers = std::move(all);
+    layers.clear();
+    for (std::size_t i : at) layers.push_back(std::move(all[i]));
     std::set<std::string> names;
     for (const auto& l : layers)
       if (!names.insert(l->name).second)

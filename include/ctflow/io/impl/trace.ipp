@@ -19,7 +19,11 @@ CTFLOW_DECL std::vector<OpStats> ProfileResult::op_stats() const {
   }
   std::vector<OpStats> v;
   for (auto& [k, s] : by) v.push_back(s);
-  std::stable_sort(v.begin(), v.end(), [](const OpStats& a, const OpStats& b) { return a.total_ns > b.total_ns; });
+  // The longest first, ties by name (std::sort: libstdc++ 12's std::stable_sort draws clang 19's
+  // deprecation warning for get_temporary_buffer into the caller's unit).
+  std::sort(v.begin(), v.end(), [](const OpStats& a, const OpStats& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
   return v;
 }
 
