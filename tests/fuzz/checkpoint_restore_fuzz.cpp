@@ -1,18 +1,17 @@
 // train::Checkpoint::restore of a damaged checkpoint file: names, dtypes and shapes checked, a
 // tensor with a dyn extent resized; a refused restore must leave every object as it was.
-#include <unistd.h>
-
 #include <cstdio>
 #include <string>
 
 #include <ctflow/io/checkpoint.hpp>
 
+#include "../unit/test_files.hpp"
 #include "fuzz_common.hpp"
 
 using namespace ctflow;
 
 CTFLOW_FUZZ({
-  static const std::string path = "/tmp/ctflow_restore_fuzz_" + std::to_string(::getpid());
+  static const std::string path = test_files::temp_dir("ctflow_restore_fuzz") + "/input";
   if (FILE* f = std::fopen((path + ".safetensors").c_str(), "wb")) {
     std::fwrite(data, 1, size, f);
     std::fclose(f);

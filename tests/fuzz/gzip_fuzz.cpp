@@ -1,20 +1,19 @@
 // gzip data as the readers take it: inflated in memory (detail::gunzip, several members), and
 // read from a file through detail::input_file with GZIP compression, as TFRecordDataset and the
 // IDX reader open files.
-#include <unistd.h>
-
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <ctflow/detail/file.hpp>
 
+#include "../unit/test_files.hpp"
 #include "fuzz_common.hpp"
 
 CTFLOW_FUZZ({
   const auto out = ctflow::detail::gunzip({data, size}, "fuzz", "fuzz.gz");
   if (out.size() > 1032 * size + 64 * 1024) __builtin_trap();  // more than deflate can make of its input
-  static const std::string path = "/tmp/ctflow_gzip_fuzz_" + std::to_string(::getpid()) + ".gz";
+  static const std::string path = test_files::temp_dir("ctflow_gzip_fuzz") + "/input.gz";
   if (FILE* f = std::fopen(path.c_str(), "wb")) {
     std::fwrite(data, 1, size, f);
     std::fclose(f);

@@ -1,10 +1,10 @@
 """Loads .keras archives that ctflow's model.save wrote with Keras 3 and continues training them.
 
 Run by hand with a Python that has tensorflow-cpu, on archives the tests leave in their scratch
-directory (tests/keras/model_file_test.cpp: trained.keras, functional.keras) or that the demo
-writes (fashion_mnist.keras):
+directory (tests/keras/model_file_test.cpp: trained.keras, functional.keras; kept with
+CTFLOW_KEEP_TEST_FILES=1 in the environment) or that the demo writes (fashion_mnist.keras):
 
-    python check_archive.py /tmp/ctflow_keras_test_<pid>/trained.keras ...
+    python check_archive.py /tmp/ctflow_keras_test_XXXXXX/trained.keras ...
 
 For each archive it checks that Keras rebuilds the model and its optimizer from config.json, that
 every weight and optimizer variable Keras loaded equals the file's, and that one more training

@@ -27,12 +27,7 @@ struct problem {
   Tensor<std::int32_t, Shape<dyn>> y = cast<std::int32_t>(argmax<1>(matmul(x, random_uniform<float, Shape<8, 3>>(7, -1, 1))));
 };
 
-std::string scratch_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("ctflow_fit_" + std::to_string(::getpid()) + "_" + name);
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d.string();
-}
+std::string scratch_dir(const std::string& name) { return test_files::temp_dir("ctflow_fit_" + name); }
 
 template <class M> void compile(M& model, double lr = 0.01) {
   model.compile(keras::optimizers::Adam{.learning_rate = lr}, Losses{.from_logits = true}, {"accuracy"});

@@ -13,10 +13,10 @@
 #include <tuple>
 #include <vector>
 
-#include <unistd.h>
-
 #include <ctflow/io.hpp>
 #include <ctflow/keras.hpp>
+
+#include "../unit/test_files.hpp"
 
 namespace keras_check {
 
@@ -52,11 +52,11 @@ template <class T> bool same_weights(const std::vector<keras::weight_value<T>>& 
   return true;
 }
 
-/// A path for a file named name in this process's scratch directory.
+/// A path for a file named name in this process's scratch directory (/tmp/ctflow_keras_test_XXXXXX,
+/// removed when the process ends unless CTFLOW_KEEP_TEST_FILES is set: test_files::remove_at_exit).
 inline std::string scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("ctflow_keras_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  static const std::string dir = test_files::temp_dir("ctflow_keras_test");
+  return dir + "/" + name;
 }
 
 /// Every trainable weight's gradient of the model's last backward pass against Keras's dw<i> in f

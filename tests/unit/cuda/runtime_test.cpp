@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "../test_files.hpp"
+
 namespace cuda = ctflow::backend::cuda;
 
 namespace {
@@ -27,11 +29,7 @@ const char* const saxpy = R"(extern "C" __global__ void saxpy(float a, const flo
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) y[i] = a * x[i] + y[i];
 })";
 
-std::string temp_dir() {
-  char name[] = "/tmp/ctflow_kernel_cache_XXXXXX";
-  REQUIRE(::mkdtemp(name) != nullptr);
-  return name;
-}
+std::string temp_dir() { return test_files::temp_dir("ctflow_kernel_cache"); }
 std::vector<std::string> files_in(const std::string& dir) {
   std::vector<std::string> out;
   if (DIR* d = ::opendir(dir.c_str())) {
