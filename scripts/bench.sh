@@ -2,7 +2,7 @@
 # Runs the benchmarks and their PyTorch peers in one run and prints the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh bench
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTFLOW_BUILD_BENCHMARKS=ON >/dev/null
 cmake --build build --target benchmarks embedded_headers -j "$(nproc)"  # (the exported networks: their size)
 reps="--benchmark_repetitions=5 --benchmark_report_aggregates_only=true"
