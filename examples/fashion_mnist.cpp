@@ -67,5 +67,8 @@ int main(int argc, char** argv) {
   model.save(logdir + "/fashion_mnist.keras");
   if (!seconds.empty()) std::printf("mean epoch time: %.2f s\n", std::accumulate(seconds.begin(), seconds.end(), 0.0) / double(seconds.size()));
   std::printf("best validation accuracy: %.4f\n", *std::max_element(history.history.at("val_accuracy").begin(), history.history.at("val_accuracy").end()));
-  return result.at("accuracy") >= 0.885 || epochs < 3 || steps ? 0 : 1;
+  // Every batch of 3 epochs reaches 88.5% test accuracy or more, of 1 epoch 85% (86.4% here); a
+  // run of fewer steps is not judged.
+  const double goal = steps ? 0.0 : epochs >= 3 ? 0.885 : epochs >= 1 ? 0.85 : 0.0;
+  return result.at("accuracy") >= goal ? 0 : 1;
 }
