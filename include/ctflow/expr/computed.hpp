@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include <ctflow/core/concepts.hpp>
+#include <ctflow/detail/pack.hpp>
 #include <ctflow/expr/strided.hpp>
 
 namespace ctflow::expr {
@@ -34,7 +35,7 @@ template <class K, class... Ops> struct Computed {
   using device_type = common_device_t<device_t<Ops>...>;
   using op_type = K;
   K k;
-  std::tuple<stored_t<Ops>...> ops;
+  ctflow::detail::pack<stored_t<Ops>...> ops;  // read by detail::get<I> and detail::apply
   dims_t<shape_type::rank> dims() const { return k.out_dims; }
   /// @brief The number of a rank-0 expression, evaluated now (see ctflow::item).
   value_type item() const requires(shape_type::rank == 0) { return ctflow::item(*this); }
@@ -79,7 +80,7 @@ template <class K> constexpr auto op_name() {
 /// The node of op k over operands ops, which must be on one device.
 template <class K, class... Ops> auto make_computed(K k, Ops&&... ops) {
   check_devices<op_name<K>(), device_t<Ops>...>();
-  return Computed<K, Ops&&...>{std::move(k), {std::forward<Ops>(ops)...}};
+  return Computed<K, Ops&&...>{std::move(k), {{{std::forward<Ops>(ops)}...}}};
 }
 
 }  // namespace ctflow::expr

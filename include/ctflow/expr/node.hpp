@@ -58,9 +58,9 @@ template <class E, class S, class M> struct node_traits<Strided<E, S, M>> {
 
 template <class K, class... Ops> struct node_traits<Computed<K, Ops...>> {
   using operand_types = std::tuple<Ops...>;
-  template <std::size_t I> static const auto& get(const Computed<K, Ops...>& n) { return std::get<I>(n.ops); }
+  template <std::size_t I> static const auto& get(const Computed<K, Ops...>& n) { return ctflow::detail::get<I>(n.ops); }
   template <class... O2> static auto rebuild(const Computed<K, Ops...>& n, O2&&... ops) {
-    return Computed<K, O2...>{n.k, {std::forward<O2>(ops)...}};
+    return Computed<K, O2...>{n.k, {{{std::forward<O2>(ops)}...}}};
   }
 };
 

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include <ctflow/detail/pack.hpp>
 #include <ctflow/keras/layer.hpp>
 #include <ctflow/keras/layers/input.hpp>
 #include <ctflow/keras/model.hpp>
@@ -30,12 +31,13 @@ namespace detail {
 /// The built layers of a chain of specs on device D from input shape S made by From (the Input,
 /// then the layer before): built<T, S, D>, then each on the last's output. A layer that cannot
 /// take its input is one error naming it, the layer before and the shape.
+template <class L, class Tuple> struct prepend;
+template <class L, class... Ls> struct prepend<L, std::tuple<Ls...>> { using type = std::tuple<L, Ls...>; };
 template <class T, class S, class D, class From, class... Specs> struct chain { using type = std::tuple<>; };
 template <class T, class S, class D, class From, class Spec, class... Rest> struct chain<T, S, D, From, Spec, Rest...> {
   input_check<Spec, S, From> checked;
   using layer = built_on_t<Spec, T, fitting_input_t<Spec, S>, D>;
-  using type = decltype(std::tuple_cat(std::declval<std::tuple<layer>>(),
-                                       std::declval<typename chain<typename layer::value_type, output_shape_t<layer>, D, Spec, Rest...>::type>()));
+  using type = typename prepend<layer, typename chain<typename layer::value_type, output_shape_t<layer>, D, Spec, Rest...>::type>::type;
 };
 /// The dtype of the last layer's output (the input's when there is none).
 template <class InputSpec, class... Specs> struct chain_value {
@@ -44,7 +46,12 @@ template <class InputSpec, class... Specs> struct chain_value {
                                            std::type_identity<InputSpec>>::type::value_type;
 };
 template <class Tuple> struct instances;
-template <class... L> struct instances<std::tuple<L...>> { using type = std::tuple<layer_instance<L>...>; };
+/// The layers' instances (type, a list) and what holds them (pack), built from their specs by make.
+template <class... L> struct instances<std::tuple<L...>> {
+  using type = std::tuple<layer_instance<L>...>;
+  using pack = ctflow::detail::pack<layer_instance<L>...>;
+  template <class... S> static pack make(const S&... s) { return pack{{{layer_instance<L>(s)}...}}; }
+};
 
 }  // namespace detail
 
@@ -77,16 +84,18 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
 
   /// @brief Builds every layer from its default spec (made in order: unseeded initializers draw
   /// their seeds layer by layer).
-  Sequential() : Sequential(std::tuple<InputSpec, Specs...>{InputSpec{}, Specs{}...}) {}
+  Sequential() : Sequential(ctflow::detail::pack<InputSpec, Specs...>{{{InputSpec{}}, {Specs{}}...}}) {}
   /// @brief Builds every layer from the specs given (their fields: names, initializers, rates).
-  explicit Sequential(InputSpec input, Specs... specs) : Sequential(std::tuple<InputSpec, Specs...>{std::move(input), std::move(specs)...}) {}
+  explicit Sequential(InputSpec input, Specs... specs) : Sequential(ctflow::detail::pack<InputSpec, Specs...>{{{std::move(input)}, {std::move(specs)}...}}) {}
 
  private:
-  explicit Sequential(std::tuple<InputSpec, Specs...>&& specs)
-      : input_spec_(std::move(std::get<0>(specs))),
-        specs_(std::apply([](const auto&, const auto&... s) { return std::tuple<Specs...>(s...); }, specs)),
-        layers_(std::apply([](const auto&, const auto&... s) { return typename detail::instances<layers_type>::type(s...); }, specs)) {
-    std::apply([](auto&... l) { (l.name_if_unnamed(), ...); }, layers_);
+  // (The specs and the layers are packs, which cost the compiler less than std::tuples for each
+  // kind of model: detail/pack.hpp.)
+  explicit Sequential(ctflow::detail::pack<InputSpec, Specs...>&& specs)
+      : input_spec_(std::move(ctflow::detail::get<0>(specs))),
+        specs_(ctflow::detail::apply([](const auto&, const auto&... s) { return ctflow::detail::pack<Specs...>{{{s}...}}; }, specs)),
+        layers_(ctflow::detail::apply([](const auto&, const auto&... s) { return detail::instances<layers_type>::make(s...); }, specs)) {
+    ctflow::detail::apply([](auto&... l) { (l.name_if_unnamed(), ...); }, layers_);
     name = detail::auto_name("sequential");
     // Keras's Sequential with an Input also uses up a functional model's and an input layer's name.
     detail::auto_name("functional");
@@ -105,8 +114,8 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   }
 
   /// @brief Layer I (its layer_instance: `.layer`, `.name`, `.trainable`, `.output()`).
-  template <std::size_t I> auto& get_layer() { return std::get<I>(layers_); }
-  template <std::size_t I> const auto& get_layer() const { return std::get<I>(layers_); }
+  template <std::size_t I> auto& get_layer() { return ctflow::detail::get<I>(layers_); }
+  template <std::size_t I> const auto& get_layer() const { return ctflow::detail::get<I>(layers_); }
 
   /// @brief Runs the model on x (inference, or training: recorded for backward) and returns a
   /// view of its output, valid until the next call.
@@ -121,7 +130,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
     constexpr bool fits = detail::takes_model_input<input_value_type, input_shape, device_type, X>;
     CTFLOW_STATIC_CHECK(fits, (detail::model_input_message<Sequential, input_value_type, input_shape, X>()));
     if constexpr (!fits) {
-      return std::get<size - 1>(layers_).output();
+      return ctflow::detail::get<size - 1>(layers_).output();
     } else {
       detail::check_model_input<input_shape>(class_name, name, input_spec_.name, x.dims());
       if constexpr (detail::whole_tensor<X>) return (*this)(input_view(x.data(), x.dims()), training);
@@ -140,7 +149,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// @brief The layers at run time: names, classes, output shapes, weights and their gradients.
   std::vector<layer_info<value_type>> layers() {
     std::vector<layer_info<value_type>> out;
-    std::apply([&](auto&... l) { (out.push_back(detail::describe(l)), ...); }, layers_);
+    ctflow::detail::apply([&](auto&... l) { (out.push_back(detail::describe(l)), ...); }, layers_);
     return out;
   }
 
@@ -153,7 +162,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
     using M = Sequential<detail::input_on_t<InputSpec, To>, Specs...>;
     detail::input_on_t<InputSpec, To> input;
     input.name = input_spec_.name;
-    auto out = std::apply([&](const auto&... s) { return std::make_unique<M>(input, s...); }, specs_);
+    auto out = ctflow::detail::apply([&](const auto&... s) { return std::make_unique<M>(input, s...); }, specs_);
     out->name = name;
     out->trainable = trainable;
     detail::copy_layer_states(layers(), out->layers());
@@ -171,7 +180,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
  private:
   // Each layer gets the mask of the layer before (Keras's mask propagation).
   template <std::size_t I, class V> output_view run_from(const V& x, bool training, const bool* mask) {
-    auto& layer = std::get<I>(layers_);
+    auto& layer = ctflow::detail::get<I>(layers_);
     auto out = layer.forward(x, training, !trainable, mask);
     if constexpr (I + 1 == size) return out;
     else return run_from<I + 1>(out, training, layer.output_mask());
@@ -183,7 +192,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   /// I's activation's operand over the pooled extents (see below): layer I's backward pass starts
   /// below its activation, and frees pooled when done.
   template <std::size_t I, class Dy, class P = std::nullptr_t> std::optional<Tensor<input_value_type, input_shape, device_type>> back(Dy&& adjoint, bool input_gradient, P pooled = nullptr) {
-    auto& layer = std::get<I>(layers_);
+    auto& layer = ctflow::detail::get<I>(layers_);
     using L = std::remove_cvref_t<decltype(layer)>;
     constexpr bool owned = !std::remove_cvref_t<Dy>::is_view;
     // keep: the adjoint goes further down (pooled for layer I - 1), so layer I may not overwrite it.
@@ -212,7 +221,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
       return std::nullopt;
     } else if constexpr (detail::views_input<typename L::layer_type> && owned) {
       // A reshape (Flatten): its input's adjoint is the adjoint's memory, with the input's extents.
-      auto& before = std::get<I - 1>(layers_);
+      auto& before = ctflow::detail::get<I - 1>(layers_);
       using B = std::remove_cvref_t<decltype(before)>;
       return back<I - 1>(std::move(adjoint).template reshaped<typename B::output_shape>(before.output().dims()), input_gradient);
     } else if constexpr (folds_activation<I>() && !owned) {
@@ -229,7 +238,7 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
         // model's layer outputs are views valid until the next call, and in training until the
         // backward pass.
         typename L::output_view dy(adjoint.data(), adjoint.dims());
-        auto& before = std::get<I - 1>(layers_);
+        auto& before = ctflow::detail::get<I - 1>(layers_);
         TensorView<typename L::value_type, typename L::output_shape, device_type>(adjoint.data(), adjoint.dims()) = before.activation_adjoint(dy, layer.output());
         before.release_output();
       }
@@ -254,10 +263,10 @@ class Sequential : public model_base<Sequential<InputSpec, Specs...>, typename d
   }
 
   InputSpec input_spec_;
-  std::tuple<Specs...> specs_;  // what to<Device> builds the model from again
+  ctflow::detail::pack<Specs...> specs_;  // what to<Device> builds the model from again
   Tensor<input_value_type, input_shape, device_type> input_tensor_;
   using instances_type = typename detail::instances<layers_type>::type;
-  instances_type layers_;
+  typename detail::instances<layers_type>::pack layers_;
 };
 
 /// @brief keras::to<Device>(model): a copy of the model on another device (its weights, names,

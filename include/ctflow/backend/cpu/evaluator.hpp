@@ -357,7 +357,7 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, cpu
   /// The same, filling a saving kernel's by-product too (expr/computed.hpp).
   template <class U> evaluator(const expr::Computed<K, Ops...>& n, T* dest, U saved) {
     // The sources live to the end of the call, which runs the kernel over their memory.
-    std::apply([&](const auto&... ops) {
+    ctflow::detail::apply([&](const auto&... ops) {
       v = backend::cpu::run_kernel(n.k, n.dims(), dest, out, saved, backend::cpu::source<std::remove_cvref_t<decltype(ops)>, !strided_ok>(ops).v...);
     }, n.ops);
   }

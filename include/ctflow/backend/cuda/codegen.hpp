@@ -425,7 +425,7 @@ template <class E> const generated_kernel& kernel_for() {
   static const generated_kernel k = [] {
     if constexpr (detail::generated_reduction<N>::value) {
       using K = typename N::op_type;
-      using Operand = std::remove_cvref_t<std::tuple_element_t<0, decltype(N::ops)>>;
+      using Operand = expr::operand_t<0, N>;
       using A = detail::accumulator_t<K>;
       constexpr std::size_t R = detail::reduction<K>::rank, RM = R > 0 ? R : 1;
       const detail::operand_source o = detail::operand_source_of<Operand>();
@@ -656,7 +656,7 @@ kernel_launch launch_for(T* out, const dims_t<R>& d, const E& e, ViewOf&& view_o
   if constexpr (detail::generated_reduction<N>::value) {
     using K = typename N::op_type;
     constexpr std::size_t RI = detail::reduction<K>::rank, RM = RI > 0 ? RI : 1;
-    const auto& operand = std::get<0>(e.ops);
+    const auto& operand = ctflow::detail::get<0>(e.ops);
     const auto in_dims = operand.dims();
     const auto reduced = detail::reduction<K>::reduced(e.k);
     detail::argument_values<RI> values;

@@ -215,7 +215,7 @@ template <class N, std::size_t R> bool fused_epilogue(const N& n, const dims_t<R
   if constexpr (std::tuple_size_v<decltype(md)> != R) {
     return false;
   } else {
-    const auto ad = std::get<0>(m.ops).dims();
+    const auto ad = ctflow::detail::get<0>(m.ops).dims();
     constexpr std::size_t RA = std::tuple_size_v<decltype(ad)>;
     if (md != d || ad[matmul_of<K>::transpose_a ? RA - 2 : RA - 1] == 0) return false;
     if constexpr (W::ep == epilogue::bias || W::ep == epilogue::relu_bias) {
@@ -236,8 +236,8 @@ void run_matmul(T* out, const dims_t<R>& d, const N& n, epilogue ep = epilogue::
   using K = typename N::op_type;
   runtime& rt = device_state::instance().rt();
   temporaries keep;
-  const auto a = dense_view(std::get<0>(n.ops), keep);
-  const auto b = dense_view(std::get<1>(n.ops), keep);
+  const auto a = dense_view(ctflow::detail::get<0>(n.ops), keep);
+  const auto b = dense_view(ctflow::detail::get<1>(n.ops), keep);
   constexpr std::size_t RA = std::tuple_size_v<decltype(a.dims)>, RB = std::tuple_size_v<decltype(b.dims)>;
   matmul_problem p;
   p.dtype = matmul_problem::type_of<T>();
@@ -330,7 +330,7 @@ template <class T, std::size_t R, class N, class U> void run_array(T* out, const
   temporaries keep;
   void* scratch = nullptr;
   auto scratch_of = [&](std::size_t bytes) { return scratch = keep.make<unsigned char>(bytes); };
-  const array_launch l = std::apply(
+  const array_launch l = ctflow::detail::apply(
       [&](const auto&... o) {
         if constexpr (std::is_void_v<U>) return A::plan(n.k, out, d, scratch_of, device_view(o, keep)...);
         else return A::plan_saving(n.k, out, saved, d, scratch_of, device_view(o, keep)...);

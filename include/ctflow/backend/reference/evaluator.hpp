@@ -135,7 +135,7 @@ template <class K, class... Ops> struct evaluator<expr::Computed<K, Ops...>, ref
   /// own; with `saved`, the form that also leaves the op's by-product for its gradient.
   explicit evaluator(const expr::Computed<K, Ops...>& n, T* dest = nullptr) : evaluator(n, dest, nullptr) {}
   template <class U> evaluator(const expr::Computed<K, Ops...>& n, T* dest, U saved) {
-    std::apply([&](const auto&... ops) { run(n, dest, saved, backend::reference::contiguous<decltype(ops)>(ops)...); }, n.ops);
+    ctflow::detail::apply([&](const auto&... ops) { run(n, dest, saved, backend::reference::contiguous<decltype(ops)>(ops)...); }, n.ops);
   }
   auto view() const { return v; }
   compute_t<T> at(backend::reference::position p) const { return backend::reference::read(v, p); }
