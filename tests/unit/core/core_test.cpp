@@ -371,3 +371,32 @@ TEST_CASE("thread count does not change results") {
     REQUIRE(s() == s1());
   }
 }
+
+namespace {
+/// Neither copied nor moved: a pack's member of this type is built where it lives.
+struct pinned {
+  int v;
+  pinned(int x, std::vector<int>& order) : v(x) { order.push_back(x); }
+  pinned(const pinned&) = delete;
+  pinned& operator=(const pinned&) = delete;
+};
+}  // namespace
+
+TEST_CASE("detail::pack builds its members in place and in order, and get and apply read and write them") {
+  std::vector<int> order;
+  ctflow::detail::pack<pinned, pinned, pinned> p{{{pinned(1, order)}, {pinned(2, order)}, {pinned(3, order)}}};
+  CHECK(order == std::vector<int>{1, 2, 3});  // a Sequential's layers draw their seeds in this order
+  CHECK(ctflow::detail::get<0>(p).v == 1);
+  ctflow::detail::get<2>(p).v = 30;
+  const auto& c = p;
+  CHECK(ctflow::detail::get<2>(c).v == 30);
+  CHECK(ctflow::detail::apply([](const pinned& a, const pinned& b, const pinned& d) { return a.v * 100 + b.v * 10 + d.v; }, c) == 150);
+  // A reference member refers; the others hold their values.
+  int x = 4;
+  ctflow::detail::pack<int&, double> r{{{x}, {2.5}}};
+  ctflow::detail::get<0>(r) = 5;
+  CHECK(x == 5);
+  CHECK(ctflow::detail::apply([](int& i, double d) { return i + d; }, r) == 7.5);
+  ctflow::detail::pack<> none{{}};
+  CHECK(ctflow::detail::apply([] { return 7; }, none) == 7);
+}
