@@ -3,11 +3,11 @@
 // (a Computed node's operands, a Sequential's layers). It is an aggregate, brace-initialised
 // from one value per member, each in braces of its own inside the pack's and its slots' own
 // (pack<A, B>{{{a}, {b}}}: clang's -Wmissing-braces asks for all three; a prvalue constructs
-// its member in place), and read by get<I>(p) and apply(f, p). Beside std::tuple, whose constructors and their constraints the
-// compiler evaluates for each kind, it costs a small part of the compile time (a Keras model's
-// backward pass builds some hundreds of kinds of node: tests/keras/devices_test.cpp builds in
-// 58.5 s and 1.42 GB instead of 68.2 s and 1.66 GB with those operands and Sequential's layers
-// in packs).
+// its member in place), and read by get<I>(p) and apply(f, p). Beside std::tuple, whose
+// constructors and their constraints the compiler evaluates for each kind, it costs a small part
+// of the compile time (a Keras model's backward pass builds some hundreds of kinds of node:
+// tests/keras/devices_test.cpp builds in 58.5 s and 1.42 GB instead of 68.2 s and 1.66 GB with
+// those operands and Sequential's layers in packs).
 
 #include <cstddef>
 #include <utility>
