@@ -13,7 +13,7 @@
 #include <ctflow/keras/export.hpp>
 
 using namespace ctflow;
-using keras_check::read_text;
+using test_files::slurp;
 using keras_check::scratch;
 namespace layers = keras::layers;
 namespace activations = keras::activations;
@@ -49,7 +49,7 @@ TEST_CASE("export_header: each layer's embedded type, a softmax of its own, Drop
       model({}, {}, {.epsilon = 0.01}, {}, {}, {.rate = 0.25}, {}, {});
   const std::string path = scratch("typed.hpp");
   keras::export_header(model, path, {.name_space = "my net", .batch = 2});
-  const std::string h = read_text(path);
+  const std::string h = slurp(path);
   CHECK(h.find("namespace my_net {") != std::string::npos);
   CHECK(h.find("#include <ctflow/backend/reference/reference.hpp>") != std::string::npos);
   const std::string layers_text =
@@ -81,7 +81,7 @@ TEST_CASE("export_header: each layer's embedded type, a softmax of its own, Drop
   // With a weights file: the header declares the arrays, the file defines them, the same values.
   const std::string split = scratch("split.hpp"), source = scratch("split_weights.cpp");
   keras::export_header(model, split, {.name_space = "my net", .batch = 2, .weights_file = source});
-  const std::string declared = read_text(split), defined = read_text(source);
+  const std::string declared = slurp(split), defined = slurp(source);
   CHECK(declared.find(layers_text) != std::string::npos);
   CHECK(declared.find("// Defined in split_weights.cpp") != std::string::npos);
   CHECK(declared.find("alignas(64) extern const float conv2d_kernel[108];") != std::string::npos);
@@ -99,7 +99,7 @@ TEST_CASE("export_header: the test case holds the inputs and the model's outputs
   const auto x = random_uniform<float, Shape<dyn, 6>>(3, -1, 1, {4, 6});
   const std::string path = scratch("case.hpp");
   keras::export_header(model, path, {.batch = 2}, x);
-  const std::string h = read_text(path);
+  const std::string h = slurp(path);
   CHECK(h.find("inline constexpr std::size_t test_count = 2;") != std::string::npos);
   const auto inputs = array_values(h, "test_inputs");
   CHECK(inputs == std::vector<float>(x.data(), x.data() + x.size()));
@@ -131,7 +131,7 @@ TEST_CASE("export_header: what it cannot write is an error before anything is wr
   CHECK(std::filesystem::is_directory(dir));
   // The cpu device's header includes its backend.
   keras::export_header(model, path, {.device = "cpu"});
-  const std::string h = read_text(path);
+  const std::string h = slurp(path);
   CHECK(h.find("#include <ctflow/backend/cpu/cpu.hpp>") != std::string::npos);
   CHECK(h.find("using device = ctflow::cpu;") != std::string::npos);
   for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
@@ -151,7 +151,7 @@ TEST_CASE("export_header: a functional model's graph as an embedded::Model, what
   const std::string path = (dir / "functional.hpp").string();
   const auto x_test = random_uniform<float, Shape<2, 4, 4, 2>>(3);
   keras::export_header(model, path, {.name_space = "graph"}, x_test);
-  const std::string h = read_text(path);
+  const std::string h = slurp(path);
   CHECK_THAT(h, Catch::Contains("using model = ctflow::embedded::Model<"));
   CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Add, 1, 0>"));
   CHECK_THAT(h, Catch::Contains("ctflow::embedded::Node<ctflow::embedded::Concatenate<-1>, 2, 1>"));
@@ -165,10 +165,10 @@ TEST_CASE("export_header: a functional model's graph as an embedded::Model, what
   // A Sequential model's Conv2DTranspose: Keras's kernel [kh, kw, filters, channels], as it is.
   keras::Sequential<keras::Input<float, Shape<3, 3, 2>>, layers::Conv2DTranspose<3, 2, layers::strides<2>>, layers::Flatten, layers::Dense<2>> up_model;
   keras::export_header(up_model, path);
-  CHECK_THAT(read_text(path), Catch::Contains("ctflow::embedded::Conv2DTranspose<3, ctflow::embedded::window{.kh = 2, .kw = 2, .sh = 2, .sw = 2, .dh = 1, "
+  CHECK_THAT(slurp(path), Catch::Contains("ctflow::embedded::Conv2DTranspose<3, ctflow::embedded::window{.kh = 2, .kw = 2, .sh = 2, .sw = 2, .dh = 1, "
                                               ".dw = 1, .padding = ctflow::nn::VALID}, ctflow::keras::activations::linear, weights::conv2d_transpose_kernel, "
                                               "weights::conv2d_transpose_bias>"));
-  CHECK(array_values(read_text(path), "conv2d_transpose_kernel") == up_model.get_weights()[0].values);
+  CHECK(array_values(slurp(path), "conv2d_transpose_kernel") == up_model.get_weights()[0].values);
 
   keras::Input<float, Shape<4, 4, 2>> in2;
   auto up = layers::UpSampling2D<>{}(layers::Conv2D<2, 1>{}(in2));
@@ -189,7 +189,7 @@ TEST_CASE("export_header: the ready residual networks' blocks as nodes of an emb
   keras::applications::ResNet20<> net;
   const std::string path = scratch("resnet20.hpp");
   keras::export_header(net, path, {.name_space = "resnet20"});
-  const std::string h = read_text(path);
+  const std::string h = slurp(path);
   CHECK_THAT(h, Catch::Contains("(Sequential, 274442 parameters)"));  // Keras's count, the moving statistics too
   CHECK_THAT(h, Catch::Contains("using model = ctflow::embedded::Model<"));
   // The stem (conv, batch norm, relu: activations 1 to 3), then the first block: its main path
@@ -212,7 +212,7 @@ TEST_CASE("import_header: a model file ctflow saved, its ReLU(6) a relu6, anothe
   keras::Model six(in, layers::Dense<2>{}(h));
   six.save(scratch("six.keras"));
   keras::import_header(scratch("six.keras"), scratch("six.hpp"));
-  CHECK_THAT(read_text(scratch("six.hpp")), Catch::Contains("ctflow::embedded::Dense<3, ctflow::keras::activations::linear") &&
+  CHECK_THAT(slurp(scratch("six.hpp")), Catch::Contains("ctflow::embedded::Dense<3, ctflow::keras::activations::linear") &&
                                                 Catch::Contains("ctflow::embedded::Activation<ctflow::keras::activations::relu6>"));
   keras::Input<float, Shape<4>> in2;
   keras::Model capped(in2, layers::ReLU{.max_value = 4}(layers::Dense<3>{}(in2)));
@@ -232,7 +232,7 @@ TEST_CASE("export_header and import_header: a Permute, its dims Keras's 1-based 
   keras::import_header(scratch("permute.keras"), scratch("permute_imported.hpp"));
   for (const char* file : {"permute_exported.hpp", "permute_imported.hpp"}) {
     INFO(file);
-    CHECK_THAT(read_text(scratch(file)), Catch::Contains("    ctflow::embedded::Input<float, ctflow::Shape<1, 3, 4>>,\n"
+    CHECK_THAT(slurp(scratch(file)), Catch::Contains("    ctflow::embedded::Input<float, ctflow::Shape<1, 3, 4>>,\n"
                                                          "    ctflow::embedded::Permute<2, 1>,\n    ctflow::embedded::Flatten,\n"));
   }
 }
@@ -956,7 +956,7 @@ TEST_CASE("quantize: an int8 network near the float model, a BatchNormalization 
   }
   const std::string path = scratch("int8.hpp");
   keras::export_header(q, path, {.name_space = "int8_net"}, slice<Shape<2, 6, 6, 2>>(x, {0, 0, 0, 0}));
-  const std::string h = read_text(path);
+  const std::string h = slurp(path);
   CHECK(h.find("ctflow::embedded::QuantizedConv2D<false, 4, ctflow::embedded::window{.kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .padding = ctflow::nn::SAME}") !=
         std::string::npos);
   CHECK(h.find("alignas(64) inline constexpr std::int8_t conv2d_kernel[72] = {") != std::string::npos);

@@ -314,7 +314,7 @@ TEST_CASE("callbacks: ModelCheckpoint's templates and best weights, CSVLogger, T
   auto restored = keras::load_model<Net, keras::optimizers::Adam, Losses>(best.saved.back());
   CHECK(restored->optimizer().iterations() > 0);
   // The CSV: a header and a row per epoch.
-  const std::string csv = keras_check::read_text(dir + "/log.csv");
+  const std::string csv = test_files::slurp(dir + "/log.csv");
   CHECK(csv.rfind("epoch,accuracy,loss,val_accuracy,val_loss\n0,", 0) == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
   // TensorBoard: an event file for training and one for validation.

@@ -10,7 +10,7 @@ using namespace ctflow;
 using keras_check::check_gradients;
 using keras_check::data_file;
 using keras_check::view;
-using keras_check::read_text;
+using test_files::slurp;
 using keras_check::relative_difference;
 using keras_check::scratch;
 using keras_check::summary_of;
@@ -49,7 +49,7 @@ TEST_CASE("functional: two inputs, a shared layer, Add and Concatenate: Keras's 
   keras::backend::clear_session();
   auto model = two_inputs_model();
   CHECK(model.name == "functional");
-  CHECK(summary_of(model) == read_text(data_file("summaries/functional.txt")));
+  CHECK(summary_of(model) == slurp(data_file("summaries/functional.txt")));
   CHECK(model.count_params() == 57);
   model.load_weights(data_file("weights/functional.weights.h5"));
   const io::safetensors::File f(data_file("weights/functional.safetensors"));
@@ -71,7 +71,7 @@ TEST_CASE("functional: two inputs, a shared layer, Add and Concatenate: Keras's 
 
 TEST_CASE("functional: a residual block with BatchNormalization; weight files both ways; a copy is the same model") {
   auto model = residual_model();
-  CHECK(summary_of(model) == read_text(data_file("summaries/residual.txt")));
+  CHECK(summary_of(model) == slurp(data_file("summaries/residual.txt")));
   model.load_weights(data_file("weights/residual.weights.h5"));
   const io::safetensors::File f(data_file("weights/residual.safetensors"));
   const auto xs = f.get<float, Shape<dyn, 6, 6, 3>>("x");
@@ -105,7 +105,7 @@ TEST_CASE("functional: a model called as a layer of another: Keras's summary and
   keras::Input<float, Shape<3>> oi;
   keras::Model outer(oi, layers::Dense<2>{}(inner(oi)));
   outer.name = "outer";
-  CHECK(summary_of(outer) == read_text(data_file("summaries/nested.txt")));
+  CHECK(summary_of(outer) == slurp(data_file("summaries/nested.txt")));
   outer.load_weights(data_file("weights/nested.weights.h5"));
   const io::safetensors::File f(data_file("weights/nested.safetensors"));
   const auto x = f.get<float, Shape<dyn, 3>>("x");

@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -27,22 +25,12 @@ inline std::string data_file(const std::string& relative) { return std::string(C
 /// A read-only view of tensor t.
 template <class S> TensorView<const float, S> view(const Tensor<float, S>& t) { return TensorView<const float, S>(t.data(), t.dims()); }
 
-/// A text file's contents (Keras's summaries).
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 /// A model's summary() at Keras's width in a pipe (76 columns), as text.
 template <class Model> std::string summary_of(Model& model) {
   std::string text;
   model.summary({.line_length = 76, .print_fn = [&](const std::string& s) { text = s; }});
   return text;
 }
-/// A file's bytes, and a file made of bytes.
-inline std::string read_bytes(const std::string& path) { return read_text(path); }
-inline void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 /// Whether two lists of weights (get_weights()) are the same, value for value.
 template <class T> bool same_weights(const std::vector<keras::weight_value<T>>& a, const std::vector<keras::weight_value<T>>& b) {

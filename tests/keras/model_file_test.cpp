@@ -33,7 +33,7 @@ struct batch {
 
 /// The members of the zip at path, as text.
 std::string member(const std::string& path, const std::string& name) {
-  const auto bytes = keras_check::read_bytes(path);
+  const auto bytes = test_files::slurp(path);
   const detail::zip_archive zip(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()), path, "test");
   const auto m = zip.read(*zip.find(name));
   return std::string(m.begin(), m.end());
@@ -137,9 +137,9 @@ TEST_CASE("keras::load_model names what does not fit, and changes nothing then",
   CHECK_THROWS_WITH(model->save(scratch("m.h5")), Catch::Contains("must end in .keras"));
 
   // A damaged archive: every byte of it matters.
-  const auto bytes = keras_check::read_bytes(keras_file);
+  const auto bytes = test_files::slurp(keras_file);
   const auto damaged = scratch("damaged.keras");
-  keras_check::write_bytes(damaged, bytes.substr(0, bytes.size() / 2));
+  test_files::spit(damaged, bytes.substr(0, bytes.size() / 2));
   CHECK_THROWS_AS((keras::load_model<optimizers::RMSprop, Loss>(*model, damaged)), io_error);
   CHECK(same_weights(before, model->get_weights()));
 }

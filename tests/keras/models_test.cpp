@@ -10,7 +10,7 @@
 
 using namespace ctflow;
 using keras_check::data_file;
-using keras_check::read_text;
+using test_files::slurp;
 using keras_check::relative_difference;
 using keras_check::scratch;
 using keras_check::summary_of;
@@ -30,7 +30,7 @@ TEST_CASE("the Fashion-MNIST CNN: the compiler's parameter count, Keras's summar
   static_assert(FashionCnn::count_params() == 225034);
   keras::backend::clear_session();
   FashionCnn model;
-  CHECK(summary_of(model) == read_text(data_file("summaries/fashion_mnist_cnn.txt")));
+  CHECK(summary_of(model) == slurp(data_file("summaries/fashion_mnist_cnn.txt")));
   model.load_weights(data_file("weights/fashion_mnist_cnn.weights.h5"));
   const io::safetensors::File f(data_file("weights/fashion_mnist_cnn.safetensors"));
   const auto y = model(f.get<float, Shape<dyn, 28, 28, 1>>("x"));
@@ -40,7 +40,7 @@ TEST_CASE("the Fashion-MNIST CNN: the compiler's parameter count, Keras's summar
 TEST_CASE("BatchNormalization's model: summary with non-trainable parameters; its .weights.h5, .keras archive and legacy .h5 files") {
   keras::backend::clear_session();
   BnModel model;
-  CHECK(summary_of(model) == read_text(data_file("summaries/batch_normalization.txt")));
+  CHECK(summary_of(model) == slurp(data_file("summaries/batch_normalization.txt")));
   const io::safetensors::File f(data_file("weights/batch_normalization.safetensors"));
   for (const char* file : {"weights/batch_normalization.weights.h5", "weights/batch_normalization.keras", "weights/batch_normalization.h5",
                            "weights/batch_normalization_weights.h5"}) {
@@ -363,7 +363,7 @@ TEST_CASE("freezing a layer: its weights leave trainable_variables(), summary's 
   keras::backend::clear_session();
   keras::Sequential<keras::Input<float, Shape<8>>, layers::Dense<16>, layers::Dense<4>, layers::Dense<2>> model;
   model.get_layer<1>().trainable = false;
-  CHECK(summary_of(model) == read_text(data_file("summaries/frozen.txt")));
+  CHECK(summary_of(model) == slurp(data_file("summaries/frozen.txt")));
   CHECK(model.trainable_variables().size() == 4);
   CHECK(model.non_trainable_variables().size() == 2);
   const auto x = random_uniform<float, Shape<dyn, 8>>(3, -1, 1, {5, 8});
@@ -479,7 +479,7 @@ TEST_CASE("a load that fails changes no weight, for every kind of file (the bad 
   const auto layers_ = keras::detail::saved_layers(model.layers());
   for (const char* file : {"weights/batch_normalization.weights.h5", "weights/batch_normalization.h5"}) {
     INFO(file);
-    const std::string bytes = keras_check::read_bytes(data_file(file));
+    const std::string bytes = test_files::slurp(data_file(file));
     std::size_t refused = 0;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       std::string d = bytes;

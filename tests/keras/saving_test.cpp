@@ -10,7 +10,7 @@
 using namespace ctflow;
 using keras_check::data_file;
 using keras_check::view;
-using keras_check::read_text;
+using test_files::slurp;
 using keras_check::relative_difference;
 using keras_check::scratch;
 using keras_check::summary_of;
@@ -29,7 +29,7 @@ TEST_CASE("functional: .keras archives Keras wrote of a residual block and of a 
     CHECK(relative_difference(model(view(f.get<float, Shape<dyn, 6, 6, 3>>("x"))), f.get<float, Shape<dyn, 3>>("y")) < 2e-5);
   }
   auto model = mobile_block_model();
-  CHECK(summary_of(model) == read_text(data_file("summaries/mobile_block.txt")));
+  CHECK(summary_of(model) == slurp(data_file("summaries/mobile_block.txt")));
   const io::safetensors::File f(data_file("weights/mobile_block.safetensors"));
   const auto x = f.get<float, Shape<dyn, 8, 8, 4>>("x");
   for (const char* file : {"weights/mobile_block.keras", "weights/mobile_block.weights.h5"}) {
@@ -43,14 +43,14 @@ TEST_CASE("functional: .keras archives Keras wrote of a residual block and of a 
 TEST_CASE("functional: a .keras archive whose weights member is damaged is refused by its CRC-32, and the model keeps its weights") {
   auto model = residual_model();
   const auto before = model.get_weights();
-  std::string bytes = keras_check::read_bytes(data_file("weights/residual.keras"));
+  std::string bytes = test_files::slurp(data_file("weights/residual.keras"));
   // 64 bytes flipped inside model.weights.h5's data (the archive's last member): the zip is
   // still well formed, only the member's CRC-32 tells.
   const std::size_t member = bytes.rfind("model.weights.h5", bytes.find("PK\x01\x02"));
   REQUIRE(member != std::string::npos);
   for (std::size_t i = member + 4096; i < member + 4096 + 64; ++i) bytes[i] = char(~bytes[i]);
   const std::string path = scratch("damaged.keras");
-  keras_check::write_bytes(path, bytes);
+  test_files::spit(path, bytes);
   CHECK_THROWS_WITH(model.load_weights(path), Catch::Contains("bad CRC-32 for zip member 'model.weights.h5'"));
   CHECK(keras_check::same_weights(model.get_weights(), before));
 }
